@@ -1,0 +1,54 @@
+# kiln — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+NPM ?= npm
+DEPS_STAMP := node_modules/.kiln-deps-installed
+
+##@ Everyday
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+	  /^[a-zA-Z0-9_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: build ## Install what is missing, migrate, and start kiln (API + local runner) on an embedded PostgreSQL.
+	node dist/main.js
+
+.PHONY: test
+test: deps lint build ## Install what is missing, lint, and run every test suite.
+	$(NPM) test --silent -- --ci
+
+##@ Development
+
+.PHONY: deps
+deps: $(DEPS_STAMP) ## Install npm dependencies when package-lock.json changed or node_modules is missing.
+
+$(DEPS_STAMP): package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: lint
+lint: deps ## ESLint (type-aware), Prettier check, and tsc --noEmit.
+	npx eslint .
+	npx prettier --check .
+	npx tsc --noEmit -p tsconfig.json
+
+.PHONY: format
+format: deps ## Rewrite files with Prettier and apply ESLint fixes.
+	npx prettier --write .
+	npx eslint --fix .
+
+.PHONY: build
+build: deps ## Compile src/ to dist/.
+	npx nest build
+
+.PHONY: migrate
+migrate: build ## Apply pending database migrations (DATABASE_URL, or the embedded PostgreSQL).
+	node dist/cli/kiln.js migrate
+
+.PHONY: clean
+clean: ## Remove build output (keeps .kiln/, the local database).
+	rm -rf dist coverage

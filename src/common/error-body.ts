@@ -1,0 +1,50 @@
+import { assertUnreachable, ErrorCode, type ErrorDetails } from './errors.js';
+
+/** The spec's Error.code values (section 7); the wire never carries anything else. */
+export type ApiErrorCode =
+  | 'INVALID_REQUEST'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'INTERNAL_SERVER_ERROR';
+
+/** The spec's Error shape (section 2.6). */
+export interface ErrorBody {
+  error: string;
+  code: ApiErrorCode;
+  timestamp: string;
+  trace_id: string | null;
+  details?: ErrorDetails;
+}
+
+/**
+ * The one mapping from domain error codes to HTTP. Codes the spec has no value for keep their
+ * HTTP status and use the nearest spec code (docs/adr/0003-error-model.md).
+ */
+export function httpStatusOf(code: ErrorCode): { status: number; apiCode: ApiErrorCode } {
+  switch (code) {
+    case ErrorCode.InvalidRequest:
+      return { status: 400, apiCode: 'INVALID_REQUEST' };
+    case ErrorCode.PayloadTooLarge:
+      return { status: 413, apiCode: 'INVALID_REQUEST' };
+    case ErrorCode.RateLimited:
+      return { status: 429, apiCode: 'INVALID_REQUEST' };
+    case ErrorCode.Unauthorized:
+      return { status: 401, apiCode: 'UNAUTHORIZED' };
+    case ErrorCode.Forbidden:
+      return { status: 403, apiCode: 'FORBIDDEN' };
+    case ErrorCode.NotFound:
+      return { status: 404, apiCode: 'NOT_FOUND' };
+    case ErrorCode.Conflict:
+      return { status: 409, apiCode: 'CONFLICT' };
+    case ErrorCode.NotImplemented:
+      return { status: 501, apiCode: 'INTERNAL_SERVER_ERROR' };
+    case ErrorCode.Unavailable:
+      return { status: 503, apiCode: 'INTERNAL_SERVER_ERROR' };
+    case ErrorCode.Internal:
+      return { status: 500, apiCode: 'INTERNAL_SERVER_ERROR' };
+    default:
+      return assertUnreachable(code);
+  }
+}

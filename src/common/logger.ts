@@ -1,0 +1,88 @@
+import type { LoggerService } from '@nestjs/common';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { LogLevel } from '../config/config.js';
+import { currentRequestContext } from './request-context.js';
+
+/** Paths pino replaces with "[redacted]" wherever they appear in a log object. */
+export const REDACTED_PATHS = [
+  'authorization',
+  'password',
+  'token',
+  'secret',
+  'access_token',
+  'headers.authorization',
+  'headers.cookie',
+  'headers["sec-websocket-protocol"]',
+  '*.authorization',
+  '*.password',
+  '*.token',
+  '*.secret',
+  '*.access_token',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'DATABASE_URL',
+  'databaseUrl',
+  '*.databaseUrl',
+  'url.password',
+];
+
+export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'kiln' },
+      messageKey: 'msg',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      mixin: () => {
+        const ctx = currentRequestContext();
+        return ctx ? { request_id: ctx.requestId } : {};
+      },
+    },
+    destination,
+  );
+}
+
+/** Routes Nest's own log calls (bootstrap, route mapping, exceptions) into pino. */
+export class NestPinoLogger implements LoggerService {
+  constructor(private readonly logger: Logger) {}
+
+  log(message: unknown, ...optional: unknown[]): void {
+    this.write('info', message, optional);
+  }
+  error(message: unknown, ...optional: unknown[]): void {
+    this.write('error', message, optional);
+  }
+  warn(message: unknown, ...optional: unknown[]): void {
+    this.write('warn', message, optional);
+  }
+  debug(message: unknown, ...optional: unknown[]): void {
+    this.write('debug', message, optional);
+  }
+  verbose(message: unknown, ...optional: unknown[]): void {
+    this.write('trace', message, optional);
+  }
+  fatal(message: unknown, ...optional: unknown[]): void {
+    this.write('fatal', message, optional);
+  }
+
+  private write(
+    level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal',
+    message: unknown,
+    optional: unknown[],
+  ) {
+    // Nest passes the context (class name) last, and for errors a stack before it.
+    const context = typeof optional.at(-1) === 'string' ? (optional.at(-1) as string) : undefined;
+    const fields: Record<string, unknown> = context === undefined ? {} : { context };
+    if (message instanceof Error) {
+      this.logger[level]({ ...fields, err: message }, message.message);
+    } else if (typeof message === 'string') {
+      this.logger[level](fields, message);
+    } else {
+      this.logger[level]({ ...fields, data: message });
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+
+export const ROLES = ['api', 'operator', 'all'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const RUNNERS = ['local', 'kubernetes'] as const;
+export type RunnerKind = (typeof RUNNERS)[number];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Where the JWT signing secret comes from; `generated` means kiln keeps one in KILN_DATA_DIR. */
+export type JwtSecretSource =
+  | { kind: 'value'; secret: string }
+  | { kind: 'file'; path: string; secret: string }
+  | { kind: 'generated'; path: string };
+
+/**
+ * The validated configuration. It is the DI token too: inject `KilnConfig` anywhere.
+ * Built only by `loadConfig`, which is the one place that reads process.env.
+ */
+export class KilnConfig {
+  readonly role!: Role;
+  readonly runner!: RunnerKind;
+  readonly host!: string;
+  readonly port!: number;
+  /** Unset: kiln runs an embedded PostgreSQL under dataDir. */
+  readonly databaseUrl!: string | undefined;
+  readonly dataDir!: string;
+  readonly jwtSecret!: JwtSecretSource;
+  readonly logLevel!: LogLevel;
+  readonly maxBodyBytes!: number;
+  readonly shutdownTimeoutMs!: number;
+
+  constructor(values: KilnConfig) {
+    Object.assign(this, values);
+    Object.freeze(this);
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: ReadonlyArray<{ variable: string; expected: string }>) {
+    super(
+      [
+        'kiln: invalid configuration:',
+        ...problems.map((p) => `  ${p.variable}: ${p.expected}`),
+        'See the Configuration table in README.md.',
+      ].join('\n'),
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+const MIN_JWT_SECRET_BYTES = 32;
+
+/**
+ * Validates every variable and throws one ConfigError that lists all the bad ones.
+ * `cwd` and `home` make the defaults testable.
+ */
+export function loadConfig(
+  env: Env = process.env,
+  cwd: string = process.cwd(),
+  home: string = homedir(),
+): KilnConfig {
+  const problems: Array<{ variable: string; expected: string }> = [];
+  const bad = (variable: string, expected: string, got?: string): undefined => {
+    problems.push({
+      variable,
+      expected: got === undefined ? expected : `${expected}, got ${JSON.stringify(got)}`,
+    });
+    return undefined;
+  };
+  const value = (name: string): string | undefined => {
+    const raw = env[name];
+    return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = value(name);
+    if (raw === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    bad(name, `one of ${allowed.join('|')}`, raw);
+    return fallback;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = value(name);
+    if (raw === undefined) return fallback;
+    const n = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (Number.isSafeInteger(n) && n >= min && n <= max) return n;
+    bad(name, `an integer from ${min} to ${max}`, raw);
+    return fallback;
+  };
+
+  const role = oneOf('KILN_ROLE', ROLES, 'all');
+  const runner = oneOf(
+    'KILN_RUNNER',
+    RUNNERS,
+    kubeConfigAvailable(env, home) ? 'kubernetes' : 'local',
+  );
+  const host = value('KILN_HOST') ?? '0.0.0.0';
+  const port = integer('PORT', 8080, 1, 65535);
+  const logLevel = oneOf('KILN_LOG_LEVEL', LOG_LEVELS, 'info');
+  const maxBodyBytes = integer('KILN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const shutdownTimeoutMs = integer('KILN_SHUTDOWN_TIMEOUT_SECONDS', 25, 1, 3600) * 1000;
+
+  const rawDataDir = value('KILN_DATA_DIR') ?? '.kiln';
+  const dataDir = isAbsolute(rawDataDir) ? rawDataDir : resolve(cwd, rawDataDir);
+
+  const databaseUrl = value('DATABASE_URL');
+  if (databaseUrl !== undefined && !isPostgresUrl(databaseUrl)) {
+    bad(
+      'DATABASE_URL',
+      'a postgres:// or postgresql:// URL (unset it to use the embedded PostgreSQL)',
+    );
+  }
+
+  let jwtSecret: JwtSecretSource = { kind: 'generated', path: join(dataDir, 'jwt-secret') };
+  const jwt = readJwtSecret(value('KILN_JWT_SECRET'), value('KILN_JWT_SECRET_FILE'), cwd);
+  if (jwt !== undefined && 'problem' in jwt) bad(jwt.variable, jwt.problem);
+  else if (jwt !== undefined) jwtSecret = jwt;
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return new KilnConfig({
+    role,
+    runner,
+    host,
+    port,
+    databaseUrl,
+    dataDir,
+    jwtSecret,
+    logLevel,
+    maxBodyBytes,
+    shutdownTimeoutMs,
+  });
+
+  function readJwtSecret(
+    secret: string | undefined,
+    file: string | undefined,
+    base: string,
+  ): JwtSecretSource | { variable: string; problem: string } | undefined {
+    if (secret !== undefined && file !== undefined) {
+      return {
+        variable: 'KILN_JWT_SECRET',
+        problem: 'set either KILN_JWT_SECRET or KILN_JWT_SECRET_FILE, not both',
+      };
+    }
+    if (secret !== undefined) {
+      return Buffer.byteLength(secret) >= MIN_JWT_SECRET_BYTES
+        ? { kind: 'value', secret }
+        : { variable: 'KILN_JWT_SECRET', problem: `at least ${MIN_JWT_SECRET_BYTES} bytes` };
+    }
+    if (file !== undefined) {
+      const path = isAbsolute(file) ? file : resolve(base, file);
+      let content: string;
+      try {
+        content = readFileSync(path, 'utf8').trim();
+      } catch {
+        return {
+          variable: 'KILN_JWT_SECRET_FILE',
+          problem: `a readable file, cannot read ${path}`,
+        };
+      }
+      return Buffer.byteLength(content) >= MIN_JWT_SECRET_BYTES
+        ? { kind: 'file', path, secret: content }
+        : {
+            variable: 'KILN_JWT_SECRET_FILE',
+            problem: `a file holding at least ${MIN_JWT_SECRET_BYTES} bytes, ${path} is shorter`,
+          };
+    }
+    return undefined;
+  }
+}
+
+function isPostgresUrl(raw: string): boolean {
+  try {
+    const url = new URL(raw);
+    return (url.protocol === 'postgres:' || url.protocol === 'postgresql:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** The same places client-node's loadFromDefault() looks, checked without loading it. */
+export function kubeConfigAvailable(env: Env, home: string): boolean {
+  const kubeconfig = env['KUBECONFIG'];
+  if (kubeconfig !== undefined && kubeconfig !== '') {
+    return kubeconfig.split(':').some((p) => p !== '' && existsSync(p));
+  }
+  if (existsSync(join(home, '.kube', 'config'))) return true;
+  return (
+    (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' &&
+    existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')
+  );
+}

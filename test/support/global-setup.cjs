@@ -1,0 +1,2 @@
+require('./resolve-js-suffix.cjs');
+module.exports = require('./global-setup.ts').default;

@@ -1,0 +1,56 @@
+import type { Type } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { mkdtempSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DataSource } from 'typeorm';
+import { createApp } from '../../src/app.factory.js';
+import { type Env, loadConfig } from '../../src/config/config.js';
+import { createDataSource } from '../../src/database/data-source.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+import { LogCapture } from './log-capture.js';
+
+export interface TestApp {
+  /** http://127.0.0.1:<port>, where the real HTTP server listens. */
+  readonly baseUrl: string;
+  readonly app: NestExpressApplication;
+  readonly dataSource: DataSource;
+  readonly logs: LogCapture;
+  close(): Promise<void>;
+}
+
+/** Starts kiln's real HTTP server on a random port against a fresh database of its own. */
+export async function startTestApp(
+  env: Env = {},
+  extraApiModules: ReadonlyArray<Type> = [],
+): Promise<TestApp> {
+  const database: TestDatabase = await createTestDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'kiln-test-'));
+  const config = loadConfig(
+    {
+      KILN_JWT_SECRET: 'test-secret-with-at-least-32-bytes!!',
+      KILN_RUNNER: 'local',
+      ...env,
+      DATABASE_URL: database.url,
+    },
+    dataDir,
+  );
+  const logs = new LogCapture();
+  const dataSource = createDataSource({ url: database.url, logger: logs.logger, poolSize: 4 });
+  await dataSource.initialize();
+  const app = await createApp(config, dataSource, logs.logger, { extraApiModules });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    app,
+    dataSource,
+    logs,
+    async close() {
+      await app.close();
+      if (dataSource.isInitialized) await dataSource.destroy();
+      await database.drop();
+    },
+  };
+}
