@@ -62,11 +62,13 @@ async function main(): Promise<void> {
 /** Stops accepting, lets requests in flight finish, then drops whatever is still open. */
 function closeHttpServer(server: Server, timeoutMs: number): Promise<void> {
   return new Promise((done) => {
+    // Keep-alive connections turn idle as their last response ends: close each as it does.
+    const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
     const timer = setTimeout(() => {
       server.closeAllConnections();
-      done();
     }, timeoutMs);
     server.close(() => {
+      clearInterval(idleSweep);
       clearTimeout(timer);
       done();
     });

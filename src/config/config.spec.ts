@@ -1,0 +1,122 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from './config.js';
+
+describe(loadConfig.name, () => {
+  const home = mkdtempSync(join(tmpdir(), 'kiln-home-'));
+  const cwd = '/srv/kiln';
+
+  function problemsOf(env: Record<string, string>): string[] {
+    try {
+      loadConfig(env, cwd, home);
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems.map((p) => p.variable);
+      throw error;
+    }
+    throw new Error('expected a ConfigError');
+  }
+
+  it('applies the documented defaults to an empty environment', () => {
+    const config = loadConfig({}, cwd, home);
+
+    expect(config).toMatchObject({
+      role: 'all',
+      runner: 'local',
+      host: '0.0.0.0',
+      port: 8080,
+      databaseUrl: undefined,
+      dataDir: '/srv/kiln/.kiln',
+      logLevel: 'info',
+      jwtSecret: { kind: 'generated', path: '/srv/kiln/.kiln/jwt-secret' },
+    });
+  });
+
+  it('stops on PORT=abc with a message naming PORT and what it expects', () => {
+    expect(() => loadConfig({ PORT: 'abc' }, cwd, home)).toThrow(
+      /PORT: an integer from 1 to 65535, got "abc"/,
+    );
+  });
+
+  it('lists every bad variable in one error', () => {
+    expect(
+      problemsOf({
+        PORT: '70000',
+        KILN_ROLE: 'worker',
+        KILN_RUNNER: 'docker',
+        KILN_LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://db/kiln',
+        KILN_JWT_SECRET: 'short',
+      }),
+    ).toEqual([
+      'KILN_ROLE',
+      'KILN_RUNNER',
+      'PORT',
+      'KILN_LOG_LEVEL',
+      'DATABASE_URL',
+      'KILN_JWT_SECRET',
+    ]);
+  });
+
+  it('accepts every documented value of KILN_ROLE and KILN_RUNNER', () => {
+    for (const role of ['api', 'operator', 'all']) {
+      expect(loadConfig({ KILN_ROLE: role }, cwd, home).role).toBe(role);
+    }
+    for (const runner of ['local', 'kubernetes']) {
+      expect(loadConfig({ KILN_RUNNER: runner }, cwd, home).runner).toBe(runner);
+    }
+  });
+
+  it('defaults to the kubernetes runner when a kubeconfig is found', () => {
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kiln-kube-')), 'config');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+    const withHomeConfig = mkdtempSync(join(tmpdir(), 'kiln-home-'));
+    mkdirSync(join(withHomeConfig, '.kube'));
+    writeFileSync(join(withHomeConfig, '.kube', 'config'), 'apiVersion: v1\n');
+
+    expect(loadConfig({ KUBECONFIG: kubeconfig }, cwd, home).runner).toBe('kubernetes');
+    expect(loadConfig({}, cwd, withHomeConfig).runner).toBe('kubernetes');
+    expect(loadConfig({ KUBECONFIG: '/nonexistent/config' }, cwd, home).runner).toBe('local');
+    expect(loadConfig({ KUBECONFIG: kubeconfig, KILN_RUNNER: 'local' }, cwd, home).runner).toBe(
+      'local',
+    );
+  });
+
+  it('resolves a relative KILN_DATA_DIR against the working directory', () => {
+    expect(loadConfig({ KILN_DATA_DIR: 'state' }, cwd, home).dataDir).toBe('/srv/kiln/state');
+    expect(loadConfig({ KILN_DATA_DIR: '/var/lib/kiln' }, cwd, home).dataDir).toBe('/var/lib/kiln');
+  });
+
+  it('accepts a postgres DATABASE_URL', () => {
+    const url = 'postgres://kiln:pw@db.internal:5432/kiln';
+    expect(loadConfig({ DATABASE_URL: url }, cwd, home).databaseUrl).toBe(url);
+  });
+
+  it('reads the JWT secret from KILN_JWT_SECRET_FILE and rejects an unreadable or short one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kiln-secret-'));
+    writeFileSync(join(dir, 'good'), `${'s'.repeat(40)}\n`);
+    writeFileSync(join(dir, 'short'), 'tiny');
+
+    expect(loadConfig({ KILN_JWT_SECRET_FILE: join(dir, 'good') }, cwd, home).jwtSecret).toEqual({
+      kind: 'file',
+      path: join(dir, 'good'),
+      secret: 's'.repeat(40),
+    });
+    expect(() => loadConfig({ KILN_JWT_SECRET_FILE: join(dir, 'short') }, cwd, home)).toThrow(
+      /KILN_JWT_SECRET_FILE: a file holding at least 32 bytes/,
+    );
+    expect(() => loadConfig({ KILN_JWT_SECRET_FILE: join(dir, 'missing') }, cwd, home)).toThrow(
+      /KILN_JWT_SECRET_FILE: a readable file/,
+    );
+    expect(
+      problemsOf({ KILN_JWT_SECRET: 'x'.repeat(40), KILN_JWT_SECRET_FILE: join(dir, 'good') }),
+    ).toEqual(['KILN_JWT_SECRET']);
+  });
+
+  it('treats blank values as unset', () => {
+    expect(loadConfig({ PORT: '  ', KILN_ROLE: '' }, cwd, home)).toMatchObject({
+      port: 8080,
+      role: 'all',
+    });
+  });
+});

@@ -1,0 +1,70 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { createDataSource, MIGRATIONS_TABLE, runMigrations } from '../src/database/data-source.js';
+import { MIGRATIONS } from '../src/database/migrations/index.js';
+import { createTestDatabase, type TestDatabase } from './support/database.js';
+import { LogCapture } from './support/log-capture.js';
+
+class CreateWidgets1700000000000 implements MigrationInterface {
+  name = 'CreateWidgets1700000000000';
+  async up(runner: QueryRunner): Promise<void> {
+    // Slow enough that two concurrent runners overlap without the lock.
+    await runner.query('SELECT pg_sleep(0.2)');
+    await runner.query('CREATE TABLE widgets (id int PRIMARY KEY)');
+  }
+  async down(runner: QueryRunner): Promise<void> {
+    await runner.query('DROP TABLE widgets');
+  }
+}
+
+describe(runMigrations.name, () => {
+  const logs = new LogCapture('info');
+  let database: TestDatabase;
+
+  beforeEach(async () => {
+    database = await createTestDatabase();
+  });
+
+  afterEach(async () => {
+    await database.drop();
+  });
+
+  function dataSource() {
+    return createDataSource({
+      url: database.url,
+      logger: logs.logger,
+      migrations: [...MIGRATIONS, CreateWidgets1700000000000],
+    });
+  }
+
+  it('applies a pending migration once and records it', async () => {
+    const ds = await dataSource().initialize();
+
+    const first = await runMigrations(ds, logs.logger);
+    const second = await runMigrations(ds, logs.logger);
+
+    expect(first).toEqual(['CreateWidgets1700000000000']);
+    expect(second).toEqual([]);
+    expect(
+      await ds.query(`SELECT name FROM ${MIGRATIONS_TABLE} WHERE name = $1`, [
+        'CreateWidgets1700000000000',
+      ]),
+    ).toHaveLength(1);
+    await ds.destroy();
+  });
+
+  it('lets replicas that start together migrate exactly once', async () => {
+    const [a, b] = await Promise.all([dataSource().initialize(), dataSource().initialize()]);
+
+    const results = await Promise.all([
+      runMigrations(a, logs.logger),
+      runMigrations(b, logs.logger),
+    ]);
+
+    expect(results.flat()).toEqual(['CreateWidgets1700000000000']);
+    await Promise.all([a.destroy(), b.destroy()]);
+  });
+
+  it('never creates tables by synchronising entities', () => {
+    expect(dataSource().options.synchronize).toBe(false);
+  });
+});

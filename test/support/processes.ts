@@ -1,0 +1,30 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Direct children of a process, read from /proc (no procps needed). */
+export function childPids(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Field 4 is the parent pid; the command (field 2) may contain spaces, so split after ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) children.push(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return children;
+}
+
+/** SIGKILLs a process and all its children at once, as a crash or an OOM kill of the group would. */
+export function killTree(pid: number): void {
+  for (const child of childPids(pid)) {
+    try {
+      process.kill(child, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  process.kill(pid, 'SIGKILL');
+}
