@@ -19,7 +19,8 @@ run: build ## Install what is missing, migrate, and start kiln (API + local runn
 
 .PHONY: test
 test: deps lint build ## Install what is missing, lint, and run every test suite.
-	$(NPM) test --silent -- --ci
+	$(NPM) test --silent -- --ci --json --outputFile=.jest-results.json
+	@node test/support/print-summary.cjs .jest-results.json
 
 ##@ Development
 
@@ -51,4 +52,4 @@ migrate: build ## Apply pending database migrations (DATABASE_URL, or the embedd
 
 .PHONY: clean
 clean: ## Remove build output (keeps .kiln/, the local database).
-	rm -rf dist coverage
+	rm -rf dist coverage .jest-results.json

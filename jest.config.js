@@ -38,5 +38,4 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.cjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.cjs',
   testTimeout: 30000,
-  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
 };
