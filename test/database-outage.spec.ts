@@ -73,6 +73,9 @@ describe('database outage with the embedded PostgreSQL', () => {
       error: 'The database is unavailable; retry shortly',
     });
     expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+    expect(
+      logs.find((l) => l['trace_id'] === read.headers.get('x-request-id') && l['level'] === 'warn'),
+    ).toMatchObject({ msg: 'request failed: dependency unavailable', status: 503 });
 
     const deadline = Date.now() + 20_000;
     let recovered: Response;

@@ -35,16 +35,16 @@ export class HttpErrorFilter implements ExceptionFilter {
     const traceId = currentRequestContext()?.requestId ?? null;
 
     if (status >= 500) {
-      this.logger.error(
-        {
-          err: exception,
-          trace_id: traceId,
-          method: request.method,
-          path: pathOf(request),
-          status,
-        },
-        'request failed',
-      );
+      const fields = { trace_id: traceId, method: request.method, path: pathOf(request), status };
+      // An unavailable dependency is expected while it restarts: one line, no stack, per request.
+      if (error.code === ErrorCode.Unavailable) {
+        this.logger.warn(
+          { ...fields, reason: causeOf(exception) },
+          'request failed: dependency unavailable',
+        );
+      } else {
+        this.logger.error({ ...fields, err: exception }, 'request failed');
+      }
     }
     if (response.headersSent) {
       response.destroy();
@@ -120,4 +120,10 @@ function messageOf(exception: HttpException): string {
 
 function pathOf(request: Pick<Request, 'originalUrl'>): string {
   return new URL(request.originalUrl, 'http://kiln.invalid').pathname;
+}
+
+function causeOf(exception: unknown): string {
+  let e: unknown = exception;
+  while (e instanceof Error && e.cause !== undefined) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
 }

