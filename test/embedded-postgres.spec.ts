@@ -117,17 +117,19 @@ describe(EmbeddedPostgres.name, () => {
 
   const asRoot = process.getuid?.() === 0 ? it : it.skip;
   asRoot(
-    'keeps the cluster outside a data directory the postgres account cannot reach (root only)',
+    'runs as root below a directory only root may enter, loosening no permission (root only)',
     async () => {
       const parent = newDataDir();
       await chmod(parent, 0o700);
       const dataDir = join(parent, 'inner');
-      await mkdir(dataDir);
+      await mkdir(dataDir, { mode: 0o700 });
 
       const server = await open(dataDir);
 
-      expect(server.clusterDir).toMatch(/^\/var\/lib\/kiln\/postgres\/[0-9a-f]{16}$/);
+      expect(server.clusterDir).toBe(join(dataDir, 'postgres'));
       await expect(query(server.url(), 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+      expect(statSync(parent).mode & 0o777).toBe(0o700);
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
       await server.stop();
     },
   );

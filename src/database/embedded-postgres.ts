@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import {
   access,
@@ -9,7 +9,6 @@ import {
   readFile,
   readdir,
   rm,
-  stat,
   writeFile,
 } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -77,10 +76,7 @@ export class EmbeddedPostgres {
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const binaries = await loadBinaries();
     const account = isRoot() ? await ensurePostgresAccount(logger) : undefined;
-    // As root, the postgres account must pass through KILN_DATA_DIR (search only: no listing;
-    // the files kiln keeps there are 0600).
-    if (account !== undefined) await chmod(dataDir, (await stat(dataDir)).mode | 0o001);
-    const connection = await readOrCreateConnectionFile(dataDir, account, logger);
+    const connection = await readOrCreateConnectionFile(dataDir);
 
     if (await isInitialised(connection.clusterDir)) {
       const running = await runningServerPort(connection);
@@ -170,9 +166,9 @@ export class EmbeddedPostgres {
         ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
         : []),
     ];
-    const child = spawn(this.binaries.postgres, args, {
+    const [command, argv] = asAccount(this.account, this.binaries.postgres, args);
+    const child = spawn(command, argv, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      ...(this.account === undefined ? {} : { uid: this.account.uid, gid: this.account.gid }),
       env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
     });
     this.child = child;
@@ -269,6 +265,33 @@ async function loadBinaries(): Promise<Binaries> {
   return binaries;
 }
 
+/**
+ * PostgreSQL refuses to run as root. As root, kiln runs it as the `postgres` account through
+ * util-linux `setpriv`, with one ambient capability, CAP_DAC_READ_SEARCH, so the server can reach
+ * its binaries and its cluster below directories that shut other accounts out (a checkout under
+ * /root). Nothing on disk has its permissions loosened. See docs/adr/0002-embedded-postgres.md.
+ */
+function asAccount(
+  account: PostgresAccount | undefined,
+  binary: string,
+  args: string[],
+): [string, string[]] {
+  if (account === undefined) return [binary, args];
+  return [
+    'setpriv',
+    [
+      `--reuid=${account.uid}`,
+      `--regid=${account.gid}`,
+      '--clear-groups',
+      '--inh-caps=+dac_read_search',
+      '--ambient-caps=+dac_read_search',
+      '--',
+      binary,
+      ...args,
+    ],
+  ];
+}
+
 function isRoot(): boolean {
   return process.getuid?.() === 0;
 }
@@ -286,6 +309,13 @@ async function ensurePostgresAccount(logger: Logger): Promise<PostgresAccount> {
       return undefined;
     }
   };
+  try {
+    await execFileAsync('setpriv', ['--version']);
+  } catch {
+    throw new Error(
+      'running as root, kiln starts PostgreSQL through `setpriv` (util-linux), which is missing; install util-linux or set DATABASE_URL',
+    );
+  }
   const existing = await lookup();
   if (existing !== undefined) return existing;
   logger.info('running as root: creating the system account "postgres" to run PostgreSQL');
@@ -302,11 +332,7 @@ async function ensurePostgresAccount(logger: Logger): Promise<PostgresAccount> {
   return created;
 }
 
-async function readOrCreateConnectionFile(
-  dataDir: string,
-  account: PostgresAccount | undefined,
-  logger: Logger,
-): Promise<ConnectionFile> {
+async function readOrCreateConnectionFile(dataDir: string): Promise<ConnectionFile> {
   const path = join(dataDir, CONNECTION_FILE);
   try {
     const parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<ConnectionFile>;
@@ -325,7 +351,7 @@ async function readOrCreateConnectionFile(
   }
   const connection: ConnectionFile = {
     version: 1,
-    clusterDir: await chooseClusterDir(dataDir, account, logger),
+    clusterDir: join(resolve(dataDir), 'postgres'),
     port: await freePort(),
     user: USER,
     password: randomBytes(24).toString('base64url'),
@@ -338,42 +364,6 @@ async function writeConnectionFile(dataDir: string, connection: ConnectionFile):
   await writeFile(join(dataDir, CONNECTION_FILE), `${JSON.stringify(connection, null, 2)}\n`, {
     mode: 0o600,
   });
-}
-
-/**
- * The cluster lives in KILN_DATA_DIR/postgres. As root, the `postgres` account must be able to
- * reach it; when a parent directory shuts it out (a checkout under /root), the cluster goes to
- * /var/lib/kiln/postgres/<hash of KILN_DATA_DIR> and the connection file points there.
- */
-async function chooseClusterDir(
-  dataDir: string,
-  account: PostgresAccount | undefined,
-  logger: Logger,
-): Promise<string> {
-  const preferred = join(resolve(dataDir), 'postgres');
-  if (account === undefined || (await reachableBy(dataDir, account))) return preferred;
-  const hash = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16);
-  const fallback = join('/var/lib/kiln/postgres', hash);
-  logger.warn(
-    { dataDir, clusterDir: fallback },
-    'the postgres account cannot reach KILN_DATA_DIR; keeping the PostgreSQL cluster elsewhere',
-  );
-  return fallback;
-}
-
-/** True when every directory from / down to `dir` lets `account` search it. */
-async function reachableBy(dir: string, account: PostgresAccount): Promise<boolean> {
-  for (let current = resolve(dir); ; current = dirname(current)) {
-    const info = await stat(current);
-    const searchable =
-      info.uid === account.uid
-        ? (info.mode & 0o100) !== 0
-        : info.gid === account.gid
-          ? (info.mode & 0o010) !== 0
-          : (info.mode & 0o001) !== 0;
-    if (!searchable) return false;
-    if (dirname(current) === current) return true;
-  }
 }
 
 async function isInitialised(clusterDir: string): Promise<boolean> {
@@ -406,22 +396,18 @@ async function initCluster(
   }
   await chmod(clusterDir, 0o700);
   try {
-    await execFileAsync(
-      binaries.initdb,
-      [
-        `--pgdata=${clusterDir}`,
-        `--username=${connection.user}`,
-        `--pwfile=${pwfile}`,
-        '--auth=scram-sha-256',
-        '--encoding=UTF8',
-        '--locale=C',
-        ...(options.ephemeral ? ['--no-sync'] : []),
-      ],
-      {
-        ...(account === undefined ? {} : { uid: account.uid, gid: account.gid }),
-        env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
-      },
-    );
+    const [command, argv] = asAccount(account, binaries.initdb, [
+      `--pgdata=${clusterDir}`,
+      `--username=${connection.user}`,
+      `--pwfile=${pwfile}`,
+      '--auth=scram-sha-256',
+      '--encoding=UTF8',
+      '--locale=C',
+      ...(options.ephemeral ? ['--no-sync'] : []),
+    ]);
+    await execFileAsync(command, argv, {
+      env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+    });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
     throw new Error(`initdb failed for ${clusterDir}: ${stderr.trim()}`, { cause: error });
