@@ -276,6 +276,9 @@ function asAccount(
       '--clear-groups',
       '--inh-caps=+dac_read_search',
       '--ambient-caps=+dac_read_search',
+      // access(2) drops capabilities for a non-root real uid unless this bit is set, and initdb
+      // and postgres check their own binaries with access(2).
+      '--securebits=+no_setuid_fixup',
       '--',
       binary,
       ...args,
