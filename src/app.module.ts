@@ -2,17 +2,18 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import { LOGGER } from './common/logger.js';
 import { KilnConfig } from './config/config.js';
+import { AuthModule } from './auth/auth.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { ProjectsModule } from './projects/projects.module.js';
 import { HealthModule } from './health/health.module.js';
-
-export const LOGGER = Symbol('LOGGER');
 
 /** Path prefix of every API route (spec section 9). Health probes live outside it. */
 export const API_PREFIX = 'api/v1';
 
 /** The modules serving /api/v1, for KILN_ROLE api and all. Feature issues add theirs. */
-const API_MODULES: ReadonlyArray<Type> = [];
+const API_MODULES: ReadonlyArray<Type> = [AuthModule, ProjectsModule];
 
 /** The application for one KILN_ROLE: health for every role, the API and operator by role. */
 @Module({})

@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
+import { Public } from '../src/auth/require-permission.decorator.js';
 import { createApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/config.js';
 import { type Database, openDatabase } from '../src/database/database.js';
@@ -11,6 +12,7 @@ import { jsonOf } from './support/http.js';
 import { LogCapture } from './support/log-capture.js';
 import { killTree } from './support/processes.js';
 
+@Public()
 @Controller('notes')
 class NotesController {
   constructor(private readonly dataSource: DataSource) {}

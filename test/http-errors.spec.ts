@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Module, Post } from '@nestjs/common';
 import { IsInt, IsString, Max, Min } from 'class-validator';
 import { DataSource } from 'typeorm';
+import { Public } from '../src/auth/require-permission.decorator.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -15,6 +16,7 @@ class EchoDto {
 }
 
 // Routes that exist only in this test, to reach the error paths the product has no route for yet.
+@Public()
 @Controller('error-probe')
 class ErrorProbeController {
   constructor(private readonly dataSource: DataSource) {}

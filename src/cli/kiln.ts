@@ -1,32 +1,60 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'node:util';
+import { TenancyService } from '../auth/tenancy.service.js';
+import { translateDatabaseError } from '../common/database-errors.js';
+import { KilnError } from '../common/errors.js';
 import { createLogger } from '../common/logger.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { openDatabase } from '../database/database.js';
+import { ProjectsService } from '../projects/projects.service.js';
+import { CliModule } from './cli.module.js';
+import { runCommand } from './commands.js';
 
 const USAGE = `Usage: kiln <command> [options]
 
 Commands:
-  migrate        Apply pending database migrations and exit.
+  migrate                                          Apply pending database migrations.
+  tenant create <name>                             Create a tenant.
+  user create --email <e-mail> --password-stdin    Create a user; the password is read from stdin.
+  member add --tenant <id|name> --email <e-mail> --role <admin|developer|viewer>
+                                                   Add a user to a tenant, or change their role.
+  project create --tenant <id|name> --name <name> [--repo <git URL>]
+                                                   Create a project.
+  project list --tenant <id|name>                  List a tenant's projects.
 
 Options:
-  --json         Print machine-readable JSON.
+  --json         Print JSON instead of text.
   -h, --help     Show this help.
 
 kiln uses the same database as a running kiln: DATABASE_URL, or the embedded PostgreSQL under
-KILN_DATA_DIR (adopted when kiln is running, started and stopped again when it is not).`;
+KILN_DATA_DIR (used while kiln runs, started and stopped again when it does not).`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+      email: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      tenant: { type: 'string' },
+      role: { type: 'string' },
+      name: { type: 'string' },
+      repo: { type: 'string' },
+    },
   });
-  const [command] = positionals;
-  if (values.help === true || command === undefined) {
+  if (values.help === true || positionals.length === 0) {
     process.stdout.write(`${USAGE}\n`);
-    return command === undefined && values.help !== true ? 2 : 0;
+    return values.help === true ? 0 : 2;
   }
   const config = loadConfig();
   // Output is for people (or --json); kiln's own log lines go to stderr, warnings and worse only.
@@ -34,37 +62,57 @@ async function main(argv: string[]): Promise<number> {
     config.logLevel === 'info' ? 'warn' : config.logLevel,
     process.stderr,
   );
+  const print = (text: string, json: unknown) =>
+    process.stdout.write(`${values.json === true ? JSON.stringify(json) : text}\n`);
 
-  switch (command) {
-    case 'migrate': {
-      const database = await openDatabase(config, logger);
-      await database.close();
+  const database = await openDatabase(config, logger);
+  try {
+    if (positionals[0] === 'migrate') {
       const { applied } = database;
-      if (values.json === true) {
-        process.stdout.write(`${JSON.stringify({ applied })}\n`);
-      } else if (applied.length === 0) {
-        process.stdout.write('database is up to date\n');
-      } else {
-        process.stdout.write(
-          `applied ${applied.length} migration(s):\n  ${applied.join('\n  ')}\n`,
-        );
-      }
+      print(
+        applied.length === 0
+          ? 'database is up to date'
+          : `applied ${applied.length} migration(s):\n  ${applied.join('\n  ')}`,
+        { applied },
+      );
       return 0;
     }
-    default:
-      process.stderr.write(`kiln: unknown command "${command}"\n\n${USAGE}\n`);
-      return 2;
+    const context = await NestFactory.createApplicationContext(
+      CliModule.forRoot(config, database.dataSource, logger),
+      { logger: false, abortOnError: false },
+    );
+    try {
+      const output = await runCommand(positionals, values, {
+        tenancy: context.get(TenancyService),
+        projects: context.get(ProjectsService),
+        readStdin,
+      });
+      print(output.text, output.json);
+      return 0;
+    } finally {
+      await context.close();
+    }
+  } finally {
+    await database.close();
   }
+}
+
+function report(error: unknown): number {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+    return 2;
+  }
+  const known = error instanceof KilnError ? error : translateDatabaseError(error);
+  if (known !== undefined) {
+    const details = Object.entries(known.details ?? {}).map(([k, v]) => `\n  ${k}: ${v}`);
+    process.stderr.write(`kiln: ${known.message}${details.join('')}\n`);
+    return 1;
+  }
+  process.stderr.write(`kiln: ${error instanceof Error ? error.message : String(error)}\n`);
+  return 1;
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`kiln: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  },
+  (error: unknown) => process.exit(report(error)),
 );

@@ -60,6 +60,21 @@ export class ForbiddenError extends KilnError {
   }
 }
 
+export interface RateLimitInfo {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: Date;
+}
+
+export class RateLimitedError extends KilnError {
+  constructor(
+    message: string,
+    readonly rateLimit: RateLimitInfo,
+  ) {
+    super(ErrorCode.RateLimited, message);
+  }
+}
+
 export class NotImplementedError extends KilnError {
   constructor(message: string) {
     super(ErrorCode.NotImplemented, message);

@@ -3,7 +3,8 @@ import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { translateDatabaseError } from './database-errors.js';
 import { type ErrorBody, httpStatusOf } from './error-body.js';
-import { ErrorCode, KilnError } from './errors.js';
+import { ErrorCode, KilnError, RateLimitedError } from './errors.js';
+import { setRateLimitHeaders } from './rate-limit-headers.js';
 import { currentRequestContext } from './request-context.js';
 
 const HTTP_STATUS_CODES = new Map<number, ErrorCode>([
@@ -50,6 +51,7 @@ export class HttpErrorFilter implements ExceptionFilter {
       response.destroy();
       return;
     }
+    if (error instanceof RateLimitedError) setRateLimitHeaders(response, error.rateLimit, true);
     const body: ErrorBody = {
       error: error.message,
       code: apiCode,

@@ -86,3 +86,6 @@ export class NestPinoLogger implements LoggerService {
     }
   }
 }
+
+/** DI token of the application's pino logger. */
+export const LOGGER = Symbol('LOGGER');

@@ -30,6 +30,13 @@ export class KilnConfig {
   readonly databaseUrl!: string | undefined;
   readonly dataDir!: string;
   readonly jwtSecret!: JwtSecretSource;
+  readonly jwtTtlSeconds!: number;
+  readonly jwtIssuer!: string;
+  readonly jwtAudience!: string;
+  /** First start with an empty database creates this admin (with a default tenant and project). */
+  readonly bootstrapAdmin!: { email: string; password: string } | undefined;
+  readonly loginMaxFailures!: number;
+  readonly loginWindowSeconds!: number;
   readonly logLevel!: LogLevel;
   readonly maxBodyBytes!: number;
   readonly shutdownTimeoutMs!: number;
@@ -56,6 +63,8 @@ export class ConfigError extends Error {
 export type Env = Readonly<Record<string, string | undefined>>;
 
 const MIN_JWT_SECRET_BYTES = 32;
+export const MIN_PASSWORD_LENGTH = 12;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /**
  * Validates every variable and throws one ConfigError that lists all the bad ones.
@@ -122,6 +131,31 @@ export function loadConfig(
   if (jwt !== undefined && 'problem' in jwt) bad(jwt.variable, jwt.problem);
   else if (jwt !== undefined) jwtSecret = jwt;
 
+  const jwtTtlSeconds = integer('KILN_JWT_TTL_SECONDS', 900, 60, 86_400);
+  const jwtIssuer = value('KILN_JWT_ISSUER') ?? 'kiln';
+  const jwtAudience = value('KILN_JWT_AUDIENCE') ?? 'kiln-api';
+  const loginMaxFailures = integer('KILN_LOGIN_MAX_FAILURES', 10, 1, 1000);
+  const loginWindowSeconds = integer('KILN_LOGIN_WINDOW_SECONDS', 900, 1, 86_400);
+
+  let bootstrapAdmin: { email: string; password: string } | undefined;
+  const adminEmail = value('KILN_BOOTSTRAP_ADMIN_EMAIL');
+  const adminPassword = env['KILN_BOOTSTRAP_ADMIN_PASSWORD'] ?? '';
+  if (adminEmail !== undefined || adminPassword !== '') {
+    if (adminEmail === undefined || !EMAIL.test(adminEmail)) {
+      bad(
+        'KILN_BOOTSTRAP_ADMIN_EMAIL',
+        'an e-mail address (set together with KILN_BOOTSTRAP_ADMIN_PASSWORD)',
+      );
+    } else if (adminPassword.length < MIN_PASSWORD_LENGTH) {
+      bad(
+        'KILN_BOOTSTRAP_ADMIN_PASSWORD',
+        `a password of at least ${MIN_PASSWORD_LENGTH} characters`,
+      );
+    } else {
+      bootstrapAdmin = { email: adminEmail.toLowerCase(), password: adminPassword };
+    }
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return new KilnConfig({
     role,
@@ -131,6 +165,12 @@ export function loadConfig(
     databaseUrl,
     dataDir,
     jwtSecret,
+    jwtTtlSeconds,
+    jwtIssuer,
+    jwtAudience,
+    bootstrapAdmin,
+    loginMaxFailures,
+    loginWindowSeconds,
     logLevel,
     maxBodyBytes,
     shutdownTimeoutMs,

@@ -1,4 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
+import { Public } from '../auth/require-permission.decorator.js';
 import { type HealthReport, HealthService } from './health.service.js';
 
 /** Probes for Kubernetes and load balancers; outside /api/v1 and without authentication. */
@@ -6,11 +7,13 @@ import { type HealthReport, HealthService } from './health.service.js';
 export class HealthController {
   constructor(private readonly health: HealthService) {}
 
+  @Public()
   @Get('healthz')
   live(): HealthReport {
     return this.health.live();
   }
 
+  @Public()
   @Get('readyz')
   ready(): Promise<HealthReport> {
     return this.health.ready();

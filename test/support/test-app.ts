@@ -8,6 +8,7 @@ import type { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.factory.js';
 import { type Env, loadConfig } from '../../src/config/config.js';
 import { createDataSource } from '../../src/database/data-source.js';
+import { TEST_JWT_SECRET } from './auth.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { LogCapture } from './log-capture.js';
 
@@ -20,16 +21,20 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Starts kiln's real HTTP server on a random port against a fresh database of its own. */
+/**
+ * Starts kiln's real HTTP server on a random port against a fresh database of its own, or against
+ * `sharedDatabase` (left in place on close) when a test needs two processes on one database.
+ */
 export async function startTestApp(
   env: Env = {},
   extraApiModules: ReadonlyArray<Type> = [],
+  sharedDatabase?: TestDatabase,
 ): Promise<TestApp> {
-  const database: TestDatabase = await createTestDatabase();
+  const database: TestDatabase = sharedDatabase ?? (await createTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), 'kiln-test-'));
   const config = loadConfig(
     {
-      KILN_JWT_SECRET: 'test-secret-with-at-least-32-bytes!!',
+      KILN_JWT_SECRET: TEST_JWT_SECRET,
       KILN_RUNNER: 'local',
       ...env,
       DATABASE_URL: database.url,
@@ -50,7 +55,7 @@ export async function startTestApp(
     async close() {
       await app.close();
       if (dataSource.isInitialized) await dataSource.destroy();
-      await database.drop();
+      if (sharedDatabase === undefined) await database.drop();
     },
   };
 }

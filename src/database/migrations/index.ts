@@ -1,7 +1,8 @@
 import type { MigrationInterface } from 'typeorm';
+import { Tenancy1763769600000 } from './1763769600000-tenancy.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
  * tests all run exactly the same set. Feature issues append here.
  */
-export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [];
+export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [Tenancy1763769600000];

@@ -1,0 +1,84 @@
+import { type ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
+import { ForbiddenError, InvalidRequestError, UnauthorizedError } from '../common/errors.js';
+import { MembershipsRepository } from './memberships.repository.js';
+import { type Permission, permissionsOf } from './permissions.js';
+import { PERMISSION_KEY, PUBLIC_KEY } from './require-permission.decorator.js';
+import type { AuthenticatedUser, KilnRequest } from './tenant-context.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The global guard. In order: a route must be @Public or declare a permission (default deny);
+ * a valid bearer token (401); an X-Tenant-ID that is a non-nil UUID (400); membership of that
+ * tenant (403); the route's permission in the member's role (403).
+ */
+@Injectable()
+export class AuthGuard extends PassportAuthGuard('jwt') {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly memberships: MembershipsRepository,
+  ) {
+    super();
+  }
+
+  override async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return false;
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets) === true) return true;
+    const permission = this.reflector.getAllAndOverride<Permission | undefined>(
+      PERMISSION_KEY,
+      targets,
+    );
+    if (permission === undefined) throw new ForbiddenError('This route declares no permission');
+
+    await super.canActivate(context);
+    const request = context
+      .switchToHttp()
+      .getRequest<KilnRequest & { headers: Record<string, unknown> }>();
+    const tenantId = parseTenantHeader(request.headers['x-tenant-id']);
+    const userId = request.user!.userId;
+    const role = await this.memberships.roleOf(tenantId, userId);
+    if (role === undefined) throw new ForbiddenError('Not a member of this tenant');
+    const permissions = permissionsOf(role);
+    if (!permissions.includes(permission)) {
+      throw new ForbiddenError(`Your role in this tenant lacks the permission ${permission}`);
+    }
+    request.tenant = { userId, tenantId, role, permissions };
+    return true;
+  }
+
+  override handleRequest<TUser = AuthenticatedUser>(
+    error: unknown,
+    user: TUser | false,
+    info: unknown,
+  ): TUser {
+    if (error instanceof UnauthorizedError) throw error;
+    if (error !== null && error !== undefined)
+      throw new UnauthorizedError('Invalid or expired access token');
+    if (user === false || user === undefined || user === null) {
+      const missing = info instanceof Error && info.message === 'No auth token';
+      throw new UnauthorizedError(
+        missing ? 'A bearer access token is required' : 'Invalid or expired access token',
+      );
+    }
+    return user;
+  }
+}
+
+function parseTenantHeader(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.trim() === '') {
+    throw new InvalidRequestError('The X-Tenant-ID header is required', {
+      'X-Tenant-ID': 'required',
+    });
+  }
+  const value = raw.trim().toLowerCase();
+  if (!UUID.test(value) || value === NIL_UUID) {
+    throw new InvalidRequestError('X-Tenant-ID must be a tenant UUID (not the nil UUID)', {
+      'X-Tenant-ID': 'must be a non-nil UUID',
+    });
+  }
+  return value;
+}

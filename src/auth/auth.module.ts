@@ -1,0 +1,47 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { JwtService } from '@nestjs/jwt';
+import { PassportModule } from '@nestjs/passport';
+import { KilnConfig } from '../config/config.js';
+import { AuthController } from './auth.controller.js';
+import { AuthGuard } from './auth.guard.js';
+import { AuthService } from './auth.service.js';
+import { resolveJwtSecret } from './jwt-secret.js';
+import { JWT_ALGORITHM, JWT_SECRET, JwtStrategy } from './jwt.strategy.js';
+import { LoginThrottleRepository } from './login-throttle.repository.js';
+import { TenancyModule } from './tenancy.module.js';
+import { TokenService } from './token.service.js';
+
+const secretProvider = {
+  provide: JWT_SECRET,
+  inject: [KilnConfig],
+  useFactory: (config: KilnConfig) => resolveJwtSecret(config.jwtSecret),
+};
+
+/** Login, access tokens, and the global guard every API route passes. */
+@Module({
+  imports: [TenancyModule, PassportModule],
+  controllers: [AuthController],
+  providers: [
+    secretProvider,
+    {
+      provide: JwtService,
+      inject: [KilnConfig, JWT_SECRET],
+      useFactory: (config: KilnConfig, secret: string) =>
+        new JwtService({
+          secret,
+          signOptions: {
+            algorithm: JWT_ALGORITHM,
+            issuer: config.jwtIssuer,
+            audience: config.jwtAudience,
+          },
+        }),
+    },
+    AuthService,
+    TokenService,
+    JwtStrategy,
+    LoginThrottleRepository,
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
+})
+export class AuthModule {}

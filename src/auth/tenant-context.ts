@@ -1,0 +1,27 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Permission, Role } from './permissions.js';
+
+/** Who is calling, for which tenant, allowed to do what: set by AuthGuard on every API request. */
+export interface TenantContext {
+  readonly userId: string;
+  readonly tenantId: string;
+  readonly role: Role;
+  readonly permissions: readonly Permission[];
+}
+
+/** The subject of a verified access token. */
+export interface AuthenticatedUser {
+  readonly userId: string;
+}
+
+export interface KilnRequest {
+  user?: AuthenticatedUser;
+  tenant?: TenantContext;
+}
+
+/** Handler parameter: the request's TenantContext (only on routes that declare a permission). */
+export const CurrentTenant = createParamDecorator((_data: unknown, ctx: ExecutionContext) => {
+  const tenant = ctx.switchToHttp().getRequest<KilnRequest>().tenant;
+  if (tenant === undefined) throw new Error('CurrentTenant used on a route without a permission');
+  return tenant;
+});

@@ -1,0 +1,99 @@
+import type { TenancyService } from '../auth/tenancy.service.js';
+import { InvalidRequestError } from '../common/errors.js';
+import { type ProjectsService, toProjectResponse } from '../projects/projects.service.js';
+
+/** What a command prints: `text` for people, `json` with --json. */
+export interface CommandOutput {
+  readonly text: string;
+  readonly json: unknown;
+}
+
+export interface CommandServices {
+  readonly tenancy: TenancyService;
+  readonly projects: ProjectsService;
+  readStdin(): Promise<string>;
+}
+
+export type Flags = Readonly<Record<string, string | boolean | undefined>>;
+
+function required(flags: Flags, name: string): string {
+  const value = flags[name];
+  if (typeof value !== 'string' || value === '') {
+    throw new InvalidRequestError(`--${name} is required`, { [name]: 'required' });
+  }
+  return value;
+}
+
+/** Runs one admin command; the words are the positionals after `kiln`. */
+export async function runCommand(
+  words: readonly string[],
+  flags: Flags,
+  services: CommandServices,
+): Promise<CommandOutput> {
+  const [noun, verb, ...rest] = words;
+  switch (`${noun} ${verb}`) {
+    case 'tenant create': {
+      const name = rest.join(' ');
+      if (name === '')
+        throw new InvalidRequestError('Usage: kiln tenant create <name>', { name: 'required' });
+      const tenant = await services.tenancy.createTenant(name);
+      return {
+        text: `created tenant ${tenant.name}\n  id: ${tenant.id}`,
+        json: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt.toISOString() },
+      };
+    }
+    case 'user create': {
+      if (flags['password-stdin'] !== true) {
+        throw new InvalidRequestError('Pass the password on standard input with --password-stdin', {
+          'password-stdin': 'required',
+        });
+      }
+      const password = (await services.readStdin()).replace(/\r?\n$/, '');
+      const user = await services.tenancy.createUser(required(flags, 'email'), password);
+      return {
+        text: `created user ${user.email}\n  id: ${user.id}`,
+        json: { id: user.id, email: user.email, created_at: user.createdAt.toISOString() },
+      };
+    }
+    case 'member add': {
+      const membership = await services.tenancy.addMember(
+        required(flags, 'tenant'),
+        required(flags, 'email'),
+        required(flags, 'role'),
+      );
+      return {
+        text: `${required(flags, 'email')} is ${membership.role} of tenant ${membership.tenantId}`,
+        json: { tenant_id: membership.tenantId, user_id: membership.userId, role: membership.role },
+      };
+    }
+    case 'project create': {
+      const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+      const repo = flags['repo'];
+      const project = await services.projects.create(
+        tenant.id,
+        required(flags, 'name'),
+        typeof repo === 'string' ? repo : undefined,
+      );
+      return {
+        text: `created project ${project.name} in tenant ${tenant.name}\n  id: ${project.id}`,
+        json: toProjectResponse(project),
+      };
+    }
+    case 'project list': {
+      const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+      const projects = (await services.projects.list(tenant.id)).map(toProjectResponse);
+      const lines = projects.map(
+        (p) => `${p.id}  ${p.name}${p.git_repository_url ? `  ${p.git_repository_url}` : ''}`,
+      );
+      return {
+        text:
+          projects.length === 0
+            ? `tenant ${tenant.name} has no projects`
+            : ['ID  NAME  REPOSITORY', ...lines].join('\n'),
+        json: { projects },
+      };
+    }
+    default:
+      throw new InvalidRequestError(`Unknown command: ${words.join(' ')}`);
+  }
+}

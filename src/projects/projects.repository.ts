@@ -1,0 +1,24 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, type Repository } from 'typeorm';
+import { ProjectEntity } from './project.entity.js';
+
+@Injectable()
+export class ProjectsRepository {
+  private readonly projects: Repository<ProjectEntity>;
+
+  constructor(dataSource: DataSource) {
+    this.projects = dataSource.getRepository(ProjectEntity);
+  }
+
+  create(tenantId: string, name: string, gitRepositoryUrl: string | null): Promise<ProjectEntity> {
+    return this.projects.save(this.projects.create({ tenantId, name, gitRepositoryUrl }));
+  }
+
+  listByTenant(tenantId: string): Promise<ProjectEntity[]> {
+    return this.projects.find({ where: { tenantId }, order: { name: 'ASC' } });
+  }
+
+  async findInTenant(tenantId: string, id: string): Promise<ProjectEntity | undefined> {
+    return (await this.projects.findOneBy({ tenantId, id })) ?? undefined;
+  }
+}

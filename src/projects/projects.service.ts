@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { InvalidRequestError } from '../common/errors.js';
+import type { ProjectEntity } from './project.entity.js';
+import { ProjectsRepository } from './projects.repository.js';
+
+/** https://, ssh:// and git:// URLs, and scp-like `user@host:path`. No file:// or local paths. */
+const GIT_URL = /^(?:(?:https|ssh|git):\/\/[^\s/]+\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+)$/;
+
+export interface ProjectResponse {
+  id: string;
+  tenant_id: string;
+  name: string;
+  git_repository_url: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toProjectResponse(project: ProjectEntity): ProjectResponse {
+  return {
+    id: project.id,
+    tenant_id: project.tenantId,
+    name: project.name,
+    git_repository_url: project.gitRepositoryUrl,
+    created_at: project.createdAt.toISOString(),
+    updated_at: project.updatedAt.toISOString(),
+  };
+}
+
+@Injectable()
+export class ProjectsService {
+  constructor(private readonly projects: ProjectsRepository) {}
+
+  async create(tenantId: string, name: string, gitRepositoryUrl?: string): Promise<ProjectEntity> {
+    const trimmed = name.trim();
+    const details: Record<string, string> = {};
+    if (trimmed.length < 1 || trimmed.length > 100) details['name'] = 'length 1-100';
+    if (gitRepositoryUrl !== undefined && !GIT_URL.test(gitRepositoryUrl)) {
+      details['git_repository_url'] = 'an https://, ssh://, git:// or user@host:path URL';
+    }
+    if (Object.keys(details).length > 0) throw new InvalidRequestError('Invalid project', details);
+    return this.projects.create(tenantId, trimmed, gitRepositoryUrl ?? null);
+  }
+
+  list(tenantId: string): Promise<ProjectEntity[]> {
+    return this.projects.listByTenant(tenantId);
+  }
+}
