@@ -26,6 +26,7 @@ export async function createApp(
     },
   );
   app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxyHops);
   app.use(requestContextMiddleware(logger));
   app.useBodyParser('json', { limit: config.maxBodyBytes });
   app.useGlobalFilters(new HttpErrorFilter(logger));

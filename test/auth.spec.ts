@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, Module } from '@nestjs/common';
 import argon2 from 'argon2';
+import { TenancyService } from '../src/auth/tenancy.service.js';
 import { RequirePermission } from '../src/auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../src/auth/tenant-context.js';
 import {
@@ -134,6 +135,22 @@ describe('authentication and tenancy', () => {
       expect(refused.headers.get('x-ratelimit-limit')).toBe('3');
       expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
       expect(otherUser.status).toBe(200);
+    });
+
+    it('does not let a client reset the count by sending X-Forwarded-For (no proxy trusted by default)', async () => {
+      const { email } = await kiln.app
+        .get(TenancyService)
+        .createUser('spoofer@example.com', PASSWORD);
+      const attempt = (password: string, forwardedFor: string) =>
+        fetch(`${kiln.baseUrl}/api/v1/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
+          body: JSON.stringify({ email, password }),
+        });
+      for (let i = 0; i < 3; i++)
+        expect((await attempt(`guess-${i}`, `10.0.0.${i}`)).status).toBe(401);
+
+      expect((await attempt(PASSWORD, '10.9.9.9')).status).toBe(429);
     });
 
     it('stores passwords as argon2id with m >= 19 MiB and t >= 2', async () => {

@@ -39,6 +39,8 @@ export class KilnConfig {
   readonly loginWindowSeconds!: number;
   readonly logLevel!: LogLevel;
   readonly maxBodyBytes!: number;
+  /** Reverse proxies in front of kiln whose X-Forwarded-For is trusted for the client address. */
+  readonly trustProxyHops!: number;
   readonly shutdownTimeoutMs!: number;
 
   constructor(values: KilnConfig) {
@@ -113,6 +115,7 @@ export function loadConfig(
   const port = integer('PORT', 8080, 1, 65535);
   const logLevel = oneOf('KILN_LOG_LEVEL', LOG_LEVELS, 'info');
   const maxBodyBytes = integer('KILN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const trustProxyHops = integer('KILN_TRUST_PROXY_HOPS', 0, 0, 10);
   const shutdownTimeoutMs = integer('KILN_SHUTDOWN_TIMEOUT_SECONDS', 25, 1, 3600) * 1000;
 
   const rawDataDir = value('KILN_DATA_DIR') ?? '.kiln';
@@ -173,6 +176,7 @@ export function loadConfig(
     loginWindowSeconds,
     logLevel,
     maxBodyBytes,
+    trustProxyHops,
     shutdownTimeoutMs,
   });
 
