@@ -82,18 +82,29 @@ export async function runCommand(
     case 'project list': {
       const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
       const projects = (await services.projects.list(tenant.id)).map(toProjectResponse);
-      const lines = projects.map(
-        (p) => `${p.id}  ${p.name}${p.git_repository_url ? `  ${p.git_repository_url}` : ''}`,
-      );
+      const table = formatTable([
+        ['ID', 'NAME', 'REPOSITORY'],
+        ...projects.map((p) => [p.id, p.name, p.git_repository_url ?? '']),
+      ]);
       return {
-        text:
-          projects.length === 0
-            ? `tenant ${tenant.name} has no projects`
-            : ['ID  NAME  REPOSITORY', ...lines].join('\n'),
+        text: projects.length === 0 ? `tenant ${tenant.name} has no projects` : table,
         json: { projects },
       };
     }
     default:
       throw new InvalidRequestError(`Unknown command: ${words.join(' ')}`);
   }
+}
+
+/** Left-aligned columns separated by two spaces, trailing blanks trimmed. */
+export function formatTable(rows: ReadonlyArray<readonly string[]>): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
