@@ -98,7 +98,7 @@ describe('the kiln admin CLI', () => {
     const result = kiln(['project', 'list', '--tenant', 'text-co']);
 
     expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/^ID {36}NAME  REPOSITORY\n[0-9a-f-]{36}  site\n$/);
+    expect(result.stdout).toMatch(/^ID {36}NAME {2}REPOSITORY\n[0-9a-f-]{36} {2}site\n$/);
   });
 
   it.each([

@@ -5,6 +5,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { jsonOf } from './support/http.js';
+import { isAlive } from './support/processes.js';
 
 // These tests run the compiled kiln (`make build`, part of `make test`) as a real process.
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
@@ -21,15 +22,6 @@ function freePort(): Promise<number> {
 
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'], HOME: process.env['HOME'], KILN_RUNNER: 'local', ...extra };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function waitFor(url: string, timeoutMs: number): Promise<number> {

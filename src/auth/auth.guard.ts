@@ -6,9 +6,7 @@ import { MembershipsRepository } from './memberships.repository.js';
 import { type Permission, permissionsOf } from './permissions.js';
 import { PERMISSION_KEY, PUBLIC_KEY } from './require-permission.decorator.js';
 import type { AuthenticatedUser, KilnRequest } from './tenant-context.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+import { isUuid, NIL_UUID } from '../common/formats.js';
 
 /**
  * The global guard. In order: a route must be @Public or declare a permission (default deny);
@@ -75,7 +73,7 @@ function parseTenantHeader(raw: unknown): string {
     });
   }
   const value = raw.trim().toLowerCase();
-  if (!UUID.test(value) || value === NIL_UUID) {
+  if (!isUuid(value) || value === NIL_UUID) {
     throw new InvalidRequestError('X-Tenant-ID must be a tenant UUID (not the nil UUID)', {
       'X-Tenant-ID': 'must be a non-nil UUID',
     });

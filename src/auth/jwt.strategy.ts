@@ -4,13 +4,12 @@ import { ExtractJwt, Strategy } from 'passport-jwt';
 import { KilnConfig } from '../config/config.js';
 import { UnauthorizedError } from '../common/errors.js';
 import type { AuthenticatedUser } from './tenant-context.js';
+import { isUuid } from '../common/formats.js';
 
 export const JWT_SECRET = Symbol('JWT_SECRET');
 export const JWT_ALGORITHM = 'HS256';
 /** Clock skew tolerated on exp/nbf (RFC 7519 4.1.4 allows "some small leeway"). */
 export const JWT_CLOCK_TOLERANCE_SECONDS = 60;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Verifies bearer tokens: HS256 only (no `none`, no algorithm confusion), issuer and audience
@@ -32,7 +31,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
 
   validate(payload: Record<string, unknown>): AuthenticatedUser {
     const { sub, exp } = payload;
-    if (typeof exp !== 'number' || typeof sub !== 'string' || !UUID.test(sub)) {
+    if (typeof exp !== 'number' || typeof sub !== 'string' || !isUuid(sub)) {
       throw new UnauthorizedError('Invalid access token');
     }
     return { userId: sub.toLowerCase() };

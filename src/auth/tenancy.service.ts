@@ -12,9 +12,7 @@ import type { TenantEntity } from './tenant.entity.js';
 import { TenantsRepository } from './tenants.repository.js';
 import type { UserEntity } from './user.entity.js';
 import { UsersRepository } from './users.repository.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+import { EMAIL_PATTERN, isUuid } from '../common/formats.js';
 
 /** Tenants, users and memberships: what the admin CLI and the first-start bootstrap do. */
 @Injectable()
@@ -41,7 +39,7 @@ export class TenancyService implements OnApplicationBootstrap {
 
   async createUser(email: string, password: string): Promise<UserEntity> {
     const normalised = email.trim().toLowerCase();
-    if (!EMAIL.test(normalised) || normalised.length > 320) {
+    if (!EMAIL_PATTERN.test(normalised) || normalised.length > 320) {
       throw new InvalidRequestError('A valid e-mail address is required', {
         email: 'must be an e-mail address',
       });
@@ -69,7 +67,7 @@ export class TenancyService implements OnApplicationBootstrap {
 
   /** A tenant by id or by name. */
   async resolveTenant(ref: string): Promise<TenantEntity> {
-    const tenant = UUID.test(ref)
+    const tenant = isUuid(ref)
       ? await this.tenants.findById(ref.toLowerCase())
       : await this.tenants.findByName(ref);
     if (tenant === undefined) throw new NotFoundError(`No tenant ${ref}`);

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { EMAIL_PATTERN } from '../common/formats.js';
 
 export const ROLES = ['api', 'operator', 'all'] as const;
 export type Role = (typeof ROLES)[number];
@@ -66,7 +67,6 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 const MIN_JWT_SECRET_BYTES = 32;
 export const MIN_PASSWORD_LENGTH = 12;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /**
  * Validates every variable and throws one ConfigError that lists all the bad ones.
@@ -144,7 +144,7 @@ export function loadConfig(
   const adminEmail = value('KILN_BOOTSTRAP_ADMIN_EMAIL');
   const adminPassword = env['KILN_BOOTSTRAP_ADMIN_PASSWORD'] ?? '';
   if (adminEmail !== undefined || adminPassword !== '') {
-    if (adminEmail === undefined || !EMAIL.test(adminEmail)) {
+    if (adminEmail === undefined || !EMAIL_PATTERN.test(adminEmail)) {
       bad(
         'KILN_BOOTSTRAP_ADMIN_EMAIL',
         'an e-mail address (set together with KILN_BOOTSTRAP_ADMIN_PASSWORD)',

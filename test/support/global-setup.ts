@@ -3,6 +3,7 @@ import { createLogger } from '../../src/common/logger.js';
 import { createDataSource, runMigrations } from '../../src/database/data-source.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { TEMPLATE_DATABASE } from './database.js';
+import { isAlive } from './processes.js';
 
 /**
  * One embedded PostgreSQL per test run, on tmpfs, with a migrated template database that every
@@ -23,15 +24,6 @@ async function removeLeftoversOfKilledRuns(): Promise<void> {
     const serverPid = Number(postmaster.split('\n')[0]);
     if (serverPid > 0 && isAlive(serverPid)) process.kill(serverPid, 'SIGQUIT');
     await rm(`${TEST_ROOT}/${entry}`, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -28,3 +28,13 @@ export function killTree(pid: number): void {
   }
   process.kill(pid, 'SIGKILL');
 }
+
+/** True while a process with this pid exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
