@@ -1,9 +1,8 @@
-import type { Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { AppModule } from './app.module.js';
+import { AppModule, type AppOptions } from './app.module.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
 import { NestPinoLogger } from './common/logger.js';
 import { requestContextMiddleware } from './common/request-id.middleware.js';
@@ -15,10 +14,10 @@ export async function createApp(
   config: KilnConfig,
   dataSource: DataSource,
   logger: Logger,
-  options: { extraApiModules?: ReadonlyArray<Type> } = {},
+  options: AppOptions = {},
 ): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(
-    AppModule.forRoot(config, dataSource, logger, options.extraApiModules),
+    AppModule.forRoot(config, dataSource, logger, options),
     {
       bodyParser: false,
       logger: new NestPinoLogger(logger.child({ component: 'nest' })),

@@ -42,9 +42,10 @@ describe('authentication and tenancy', () => {
   let adminToken: string;
 
   beforeAll(async () => {
-    kiln = await startTestApp({ KILN_LOGIN_MAX_FAILURES: '3', KILN_LOGIN_WINDOW_SECONDS: '600' }, [
-      PermissionProbeModule,
-    ]);
+    kiln = await startTestApp({
+      env: { KILN_LOGIN_MAX_FAILURES: '3', KILN_LOGIN_WINDOW_SECONDS: '600' },
+      apiModules: [PermissionProbeModule],
+    });
     seeded = await seedTenancy(kiln);
     adminToken = await tokenFor(kiln.baseUrl, seeded.users.admin.email);
   });

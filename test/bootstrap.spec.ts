@@ -20,7 +20,7 @@ describe('first start with KILN_BOOTSTRAP_ADMIN_*', () => {
   });
 
   it('creates the default tenant, the admin and the default project once, and logs their ids', async () => {
-    const first = await startTestApp(ADMIN, [], database);
+    const first = await startTestApp({ env: ADMIN, database });
     const logged = first.logs.find(
       (l) => typeof l['msg'] === 'string' && l['msg'].startsWith('bootstrap:'),
     );
@@ -57,7 +57,7 @@ describe('first start with KILN_BOOTSTRAP_ADMIN_*', () => {
       await first.close();
     }
 
-    const second = await startTestApp(ADMIN, [], database);
+    const second = await startTestApp({ env: ADMIN, database });
     try {
       expect(
         second.logs.find((l) => typeof l['msg'] === 'string' && l['msg'].startsWith('bootstrap:')),

@@ -20,7 +20,6 @@ describe('the kiln admin CLI', () => {
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   function json(args: string[], input?: string): any {
     const result = kiln([...args, '--json'], input);
     if (result.status !== 0) throw new Error(`kiln ${args.join(' ')} failed: ${result.stderr}`);
@@ -75,7 +74,7 @@ describe('the kiln admin CLI', () => {
       }),
     ]);
 
-    const app = await startTestApp({}, [], database);
+    const app = await startTestApp({ database });
     try {
       const response = await login(app.baseUrl, 'dev@acme.io', 'a long enough password');
       expect(response.status).toBe(200);

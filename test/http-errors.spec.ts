@@ -56,7 +56,10 @@ describe('HTTP error model', () => {
   let kiln: TestApp;
 
   beforeAll(async () => {
-    kiln = await startTestApp({ KILN_MAX_BODY_BYTES: '2048' }, [ErrorProbeModule]);
+    kiln = await startTestApp({
+      env: { KILN_MAX_BODY_BYTES: '2048' },
+      apiModules: [ErrorProbeModule],
+    });
   });
 
   afterAll(async () => {

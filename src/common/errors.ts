@@ -37,8 +37,8 @@ export class InvalidRequestError extends KilnError {
 }
 
 export class NotFoundError extends KilnError {
-  constructor(message = 'Resource not found') {
-    super(ErrorCode.NotFound, message);
+  constructor(message = 'Resource not found', details?: ErrorDetails) {
+    super(ErrorCode.NotFound, message, details);
   }
 }
 

@@ -20,12 +20,15 @@ export function createValidationPipe(): ValidationPipe {
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
-    exceptionFactory: (errors) => {
-      const details = validationDetails(errors);
-      const summary = Object.entries(details)
-        .map(([field, message]) => `${field}: ${message}`)
-        .join('; ');
-      return new InvalidRequestError(`Invalid request: ${summary}`, details);
-    },
+    exceptionFactory: invalidRequestFrom,
   });
+}
+
+/** One InvalidRequestError naming every bad field, from class-validator's errors. */
+export function invalidRequestFrom(errors: ValidationError[]): InvalidRequestError {
+  const details = validationDetails(errors);
+  const summary = Object.entries(details)
+    .map(([field, message]) => `${field}: ${message}`)
+    .join('; ');
+  return new InvalidRequestError(`Invalid request: ${summary}`, details);
 }

@@ -1,6 +1,7 @@
 import { MembershipEntity } from '../auth/membership.entity.js';
 import { TenantEntity } from '../auth/tenant.entity.js';
 import { UserEntity } from '../auth/user.entity.js';
+import { BuildEntity } from '../lifecycle/build.entity.js';
 import { ProjectEntity } from '../projects/project.entity.js';
 
 /** Every TypeORM entity kiln maps. Feature modules add theirs here. */
@@ -9,4 +10,5 @@ export const ENTITIES: ReadonlyArray<new () => object> = [
   UserEntity,
   MembershipEntity,
   ProjectEntity,
+  BuildEntity,
 ];

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.factory.js';
+import type { BuildRunner } from '../../src/runners/build-runner.js';
 import { type Env, loadConfig } from '../../src/config/config.js';
 import { createDataSource } from '../../src/database/data-source.js';
 import { TEST_JWT_SECRET } from './auth.js';
@@ -25,11 +26,17 @@ export interface TestApp {
  * Starts kiln's real HTTP server on a random port against a fresh database of its own, or against
  * `sharedDatabase` (left in place on close) when a test needs two processes on one database.
  */
-export async function startTestApp(
-  env: Env = {},
-  extraApiModules: ReadonlyArray<Type> = [],
-  sharedDatabase?: TestDatabase,
-): Promise<TestApp> {
+export interface TestAppOptions {
+  readonly env?: Env;
+  /** Probe modules mounted under /api/v1 beside kiln's own. */
+  readonly apiModules?: ReadonlyArray<Type>;
+  /** A database to use (and leave in place) instead of a fresh one. */
+  readonly database?: TestDatabase;
+  readonly runner?: Type<BuildRunner>;
+}
+
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const { env = {}, apiModules: extraApiModules = [], database: sharedDatabase, runner } = options;
   const database: TestDatabase = sharedDatabase ?? (await createTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), 'kiln-test-'));
   const config = loadConfig(
@@ -44,7 +51,7 @@ export async function startTestApp(
   const logs = new LogCapture();
   const dataSource = createDataSource({ url: database.url, logger: logs.logger, poolSize: 4 });
   await dataSource.initialize();
-  const app = await createApp(config, dataSource, logs.logger, { extraApiModules });
+  const app = await createApp(config, dataSource, logs.logger, { extraApiModules, runner });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return {

@@ -1,8 +1,12 @@
 import type { MigrationInterface } from 'typeorm';
 import { Tenancy1763769600000 } from './1763769600000-tenancy.js';
+import { Builds1763856000000 } from './1763856000000-builds.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
  * tests all run exactly the same set. Feature issues append here.
  */
-export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [Tenancy1763769600000];
+export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
+  Tenancy1763769600000,
+  Builds1763856000000,
+];

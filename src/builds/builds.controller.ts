@@ -1,0 +1,198 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiBody,
+  ApiExtraModels,
+  ApiHeader,
+  ApiNoContentResponse,
+  ApiOperation,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import type { Response } from 'express';
+import { RequirePermission } from '../auth/require-permission.decorator.js';
+import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
+import { UuidParamPipe } from '../common/uuid-param.pipe.js';
+import {
+  toBuildResponse,
+  toBuildStatus,
+  toBuildSummary,
+  toCreateResponse,
+} from './build.mapper.js';
+import { BuildsService } from './builds.service.js';
+import { CreateBuildBodyPipe } from './create-build.pipe.js';
+import {
+  BuildDto,
+  BuildListDto,
+  BuildStatusDto,
+  BuildSummaryDto,
+  WizardBuildEnvelopeDto,
+} from './dto/build-response.dto.js';
+import { CancelBuildDto } from './dto/cancel-build.dto.js';
+import {
+  type CreateBuildRequest,
+  ReferenceCreateBuildDto,
+  WizardCreateBuildDto,
+} from './dto/create-build.dto.js';
+import { ListBuildsQueryDto } from './dto/list-builds.dto.js';
+import { ApiErrors } from '../common/openapi.js';
+
+@ApiTags('builds')
+@ApiBearerAuth()
+@ApiHeader({ name: 'X-Tenant-ID', required: true, description: 'Tenant UUID (not the nil UUID)' })
+@ApiExtraModels(
+  ReferenceCreateBuildDto,
+  WizardCreateBuildDto,
+  BuildSummaryDto,
+  WizardBuildEnvelopeDto,
+)
+@Controller('builds')
+export class BuildsController {
+  constructor(private readonly builds: BuildsService) {}
+
+  @Post()
+  @HttpCode(201)
+  @RequirePermission('build:create')
+  @ApiOperation({
+    summary: 'Create a build (reference form or wizard form)',
+    description:
+      'A body with `manifest`/`tenant_id` is the wizard form and is answered `{ "data": Build }`; the reference form is answered with the Build itself. An `Idempotency-Key` replays the original build for the same body (header `Idempotent-Replayed: true`) and gives 409 for a different one.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiBody({
+    schema: {
+      oneOf: [
+        { $ref: getSchemaPath(ReferenceCreateBuildDto) },
+        { $ref: getSchemaPath(WizardCreateBuildDto) },
+      ],
+    },
+  })
+  @ApiErrors(
+    201,
+    {
+      description: 'The created build (a subset of Build)',
+      schema: {
+        oneOf: [
+          { $ref: getSchemaPath(BuildSummaryDto) },
+          { $ref: getSchemaPath(WizardBuildEnvelopeDto) },
+        ],
+      },
+    },
+    [400, 401, 403, 404, 409, 429],
+  )
+  async create(
+    @CurrentTenant() tenant: TenantContext,
+    @Body(CreateBuildBodyPipe) request: CreateBuildRequest,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<BuildSummaryDto | WizardBuildEnvelopeDto> {
+    const outcome = await this.builds.create(tenant, request, idempotencyKey);
+    if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
+    return toCreateResponse(outcome.form, outcome.build);
+  }
+
+  @Get()
+  @RequirePermission('build:list')
+  @ApiOperation({ summary: "List the tenant's builds, one page" })
+  @ApiErrors(200, { type: BuildListDto }, [400, 401, 403, 429])
+  async list(
+    @CurrentTenant() tenant: TenantContext,
+    @Query() query: ListBuildsQueryDto,
+  ): Promise<BuildListDto> {
+    const { builds, total } = await this.builds.list(tenant, query);
+    return {
+      builds: builds.map(toBuildResponse),
+      total_count: total,
+      page: query.page,
+      limit: query.limit,
+      has_more: query.page * query.limit < total,
+    };
+  }
+
+  @Get(':id')
+  @RequirePermission('build:read')
+  @ApiOperation({ summary: 'Read a build' })
+  @ApiErrors(200, { type: BuildDto }, [400, 401, 403, 404, 429])
+  async get(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<BuildDto> {
+    return toBuildResponse(await this.builds.get(tenant, id));
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @RequirePermission('build:delete')
+  @ApiOperation({
+    summary: 'Delete a build that is not running, its logs and its runner resources',
+  })
+  @ApiNoContentResponse({ description: 'Deleted' })
+  @ApiErrors(undefined, undefined, [400, 401, 403, 404, 409, 429])
+  async remove(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<void> {
+    await this.builds.remove(tenant, id);
+  }
+
+  @Post(':id/start')
+  @HttpCode(200)
+  @RequirePermission('build:create')
+  @ApiOperation({ summary: 'Start a queued build' })
+  @ApiErrors(200, { type: BuildDto }, [400, 401, 403, 404, 409, 429])
+  async start(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<BuildDto> {
+    return toBuildResponse(await this.builds.start(tenant, id));
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  @RequirePermission('build:cancel')
+  @ApiOperation({ summary: 'Cancel a running build' })
+  @ApiBody({ type: CancelBuildDto, required: false })
+  @ApiErrors(200, { type: BuildDto }, [400, 401, 403, 404, 409, 429])
+  async cancel(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+    @Body() body: CancelBuildDto,
+  ): Promise<BuildDto> {
+    return toBuildResponse(await this.builds.cancel(tenant, id, body.reason));
+  }
+
+  @Post(':id/retry')
+  @HttpCode(200)
+  @RequirePermission('build:create')
+  @ApiOperation({ summary: 'Retry a failed build: a new queued build with the same configuration' })
+  @ApiErrors(200, { type: BuildSummaryDto }, [400, 401, 403, 404, 409, 429])
+  async retry(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<BuildSummaryDto> {
+    return toBuildSummary(await this.builds.retry(tenant, id));
+  }
+
+  @Get(':id/status')
+  @RequirePermission('build:read')
+  @ApiOperation({ summary: 'Status and progress of a build' })
+  @ApiErrors(200, { type: BuildStatusDto }, [400, 401, 403, 404, 429])
+  async status(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<BuildStatusDto> {
+    const { build, medianDurationMs } = await this.builds.status(tenant, id);
+    return toBuildStatus(build, medianDurationMs);
+  }
+}

@@ -1,0 +1,188 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { TenantContext } from '../auth/tenant-context.js';
+import { validateManifest } from '../build-methods/manifest.js';
+import { ForbiddenError, InvalidRequestError } from '../common/errors.js';
+import { LOGGER } from '../common/logger.js';
+import type { BuildEntity } from '../lifecycle/build.entity.js';
+import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
+import type { NewBuild } from '../lifecycle/builds.repository.js';
+import { BuildRunner } from '../runners/build-runner.js';
+import type { CreateBuildRequest } from './dto/create-build.dto.js';
+import type { ListBuildsQueryDto } from './dto/list-builds.dto.js';
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export interface CreateOutcome {
+  readonly form: CreateBuildRequest['form'];
+  readonly build: BuildEntity;
+  readonly replayed: boolean;
+}
+
+/** The builds API's use cases. Every method takes the caller's tenant explicitly. */
+@Injectable()
+export class BuildsService {
+  constructor(
+    private readonly lifecycle: BuildLifecycle,
+    private readonly runner: BuildRunner,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async create(
+    tenant: TenantContext,
+    request: CreateBuildRequest,
+    idempotencyKey: string | undefined,
+  ): Promise<CreateOutcome> {
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw new InvalidRequestError('Idempotency-Key must be 1 to 255 visible ASCII characters', {
+        'Idempotency-Key': 'invalid',
+      });
+    }
+    const common = {
+      tenantId: tenant.tenantId,
+      createdBy: tenant.userId,
+      idempotencyKey: idempotencyKey ?? null,
+      requestHash: idempotencyKey === undefined ? null : hashRequest(request),
+    };
+    const build: NewBuild =
+      request.form === 'reference'
+        ? {
+            ...common,
+            projectId: request.body.project_id.toLowerCase(),
+            gitBranch: request.body.git_branch,
+            gitCommit: request.body.git_commit?.toLowerCase() ?? null,
+            method: null,
+            config: { form: 'reference', build_args: request.body.build_args ?? null },
+          }
+        : { ...common, ...this.fromWizard(tenant, request.body) };
+    const created = await this.lifecycle.create(build);
+    return { form: request.form, ...created };
+  }
+
+  private fromWizard(
+    tenant: TenantContext,
+    body: Extract<CreateBuildRequest, { form: 'wizard' }>['body'],
+  ): Pick<NewBuild, 'projectId' | 'gitBranch' | 'gitCommit' | 'method' | 'config'> {
+    if (body.tenant_id.toLowerCase() !== tenant.tenantId) {
+      throw new ForbiddenError('tenant_id does not match X-Tenant-ID');
+    }
+    const result = validateManifest(body.manifest);
+    if (!result.ok) {
+      const summary = Object.entries(result.details)
+        .map(([field, message]) => `${field}: ${message}`)
+        .join('; ');
+      throw new InvalidRequestError(`Invalid build manifest: ${summary}`, result.details);
+    }
+    return {
+      projectId: body.project_id.toLowerCase(),
+      gitBranch: null,
+      gitCommit: null,
+      method: result.manifest.type,
+      config: { form: 'wizard', manifest: result.manifest as unknown as Record<string, unknown> },
+    };
+  }
+
+  get(tenant: TenantContext, id: string): Promise<BuildEntity> {
+    return this.lifecycle.get(tenant.tenantId, id);
+  }
+
+  list(
+    tenant: TenantContext,
+    query: ListBuildsQueryDto,
+  ): Promise<{ builds: BuildEntity[]; total: number }> {
+    return this.lifecycle.list({
+      tenantId: tenant.tenantId,
+      status: query.status,
+      projectId: query.project_id?.toLowerCase(),
+      sortBy: query.sort_by,
+      sortOrder: query.sort_order,
+      offset: (query.page - 1) * query.limit,
+      limit: query.limit,
+    });
+  }
+
+  /** queued → in_progress, then hands the build to the runner. */
+  async start(tenant: TenantContext, id: string): Promise<BuildEntity> {
+    const build = await this.lifecycle.start(tenant.tenantId, id);
+    try {
+      await this.runner.start(build);
+    } catch (error) {
+      this.logger.error({ err: error, build_id: id }, 'the runner could not start the build');
+      try {
+        return await this.lifecycle.fail(
+          id,
+          'InternalError',
+          'The build could not be started by the runner',
+        );
+      } catch {
+        // The runner may have reported an outcome already; fall through to the current record.
+      }
+    }
+    return this.lifecycle.get(tenant.tenantId, id);
+  }
+
+  /** in_progress → cancelled, then asks the runner to stop the run. */
+  async cancel(
+    tenant: TenantContext,
+    id: string,
+    reason: string | undefined,
+  ): Promise<BuildEntity> {
+    const build = await this.lifecycle.cancel(tenant.tenantId, id, reason ?? null);
+    try {
+      await this.runner.cancel(build);
+    } catch (error) {
+      // The build is cancelled in the record; the runner retries stopping it (reconcile).
+      this.logger.error(
+        { err: error, build_id: id },
+        'the runner could not stop a cancelled build',
+      );
+    }
+    return build;
+  }
+
+  retry(tenant: TenantContext, id: string): Promise<BuildEntity> {
+    return this.lifecycle.retry(tenant.tenantId, id, tenant.userId);
+  }
+
+  async status(
+    tenant: TenantContext,
+    id: string,
+  ): Promise<{ build: BuildEntity; medianDurationMs: number | undefined }> {
+    const build = await this.lifecycle.get(tenant.tenantId, id);
+    const medianDurationMs =
+      build.status === 'in_progress'
+        ? await this.lifecycle.medianSuccessDurationMs(build.projectId)
+        : undefined;
+    return { build, medianDurationMs };
+  }
+
+  /** Deletes a build that is not running, then what the runner keeps for it. */
+  async remove(tenant: TenantContext, id: string): Promise<void> {
+    const build = await this.lifecycle.remove(tenant.tenantId, id);
+    try {
+      await this.runner.remove(build);
+    } catch (error) {
+      this.logger.error(
+        { err: error, build_id: id },
+        'the runner could not remove the resources of a deleted build',
+      );
+    }
+  }
+}
+
+/** A stable digest of what was asked, to tell an idempotent replay from a reused key. */
+function hashRequest(request: CreateBuildRequest): string {
+  return createHash('sha256').update(stableJson(request)).digest('hex');
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

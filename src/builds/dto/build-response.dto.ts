@@ -1,0 +1,59 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
+
+/** Spec 2.1: the create and retry responses carry this subset. */
+export class BuildSummaryDto {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) project_id!: string;
+  @ApiProperty({ minimum: 0 }) build_number!: number;
+  @ApiPropertyOptional({ type: String, nullable: true }) git_branch!: string | null;
+  @ApiProperty({ enum: BUILD_STATUSES }) status!: BuildStatus;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+}
+
+/** Spec 2.1, the full Build. */
+export class BuildDto extends BuildSummaryDto {
+  @ApiPropertyOptional({ type: String, nullable: true }) git_commit!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true }) git_author_name!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, format: 'email' }) git_author_email!:
+    string | null;
+  @ApiPropertyOptional({ type: String, nullable: true }) error_message!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, format: 'date-time' }) started_at!:
+    string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, format: 'date-time' }) completed_at!:
+    string | null;
+}
+
+/** The wizard client reads the created build from `data`. */
+export class WizardBuildEnvelopeDto {
+  @ApiProperty({ type: BuildSummaryDto }) data!: BuildSummaryDto;
+}
+
+/** Spec 2.2. */
+export class BuildListDto {
+  @ApiProperty({ type: [BuildDto] }) builds!: BuildDto[];
+  @ApiProperty() total_count!: number;
+  @ApiProperty({ minimum: 1 }) page!: number;
+  @ApiProperty({ minimum: 1, maximum: 100 }) limit!: number;
+  @ApiProperty() has_more!: boolean;
+}
+
+export class BuildProgressDto {
+  @ApiProperty({ minimum: 0 }) current_step!: number;
+  @ApiProperty({ minimum: 0 }) total_steps!: number;
+  @ApiProperty({ minimum: 0, maximum: 100 }) percentage!: number;
+}
+
+/** Spec 2.3. */
+export class BuildStatusDto {
+  @ApiProperty({ format: 'uuid' }) build_id!: string;
+  @ApiProperty({ enum: BUILD_STATUSES }) status!: BuildStatus;
+  @ApiPropertyOptional({ type: BuildProgressDto, nullable: true })
+  progress!: BuildProgressDto | null;
+  @ApiPropertyOptional({ type: String, nullable: true, format: 'date-time' }) started_at!:
+    string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, format: 'date-time' })
+  estimated_completion!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true }) error!: string | null;
+}

@@ -1,0 +1,196 @@
+import { Injectable } from '@nestjs/common';
+import { ConflictError, NotFoundError } from '../common/errors.js';
+import type { BuildEntity } from './build.entity.js';
+import {
+  type BuildEvent,
+  type BuildStatus,
+  canRetry,
+  type FailureReason,
+  TRANSITIONS,
+} from './build-state.js';
+import {
+  type BuildListQuery,
+  BuildsRepository,
+  type NewBuild,
+  type TransitionChanges,
+} from './builds.repository.js';
+
+const BUILD_NOT_FOUND = 'Build not found';
+const ERROR_MESSAGE_LIMIT = 4096;
+
+export interface CreatedBuild {
+  readonly build: BuildEntity;
+  /** True when an Idempotency-Key matched an earlier identical request: nothing was created. */
+  readonly replayed: boolean;
+}
+
+/**
+ * The one writer of build records and states. The API, the runners and the operator all change
+ * builds through here; each change is a conditional update, so of two racing writers exactly one
+ * wins and the other gets CONFLICT naming the current status. Terminal states never change.
+ */
+@Injectable()
+export class BuildLifecycle {
+  constructor(private readonly builds: BuildsRepository) {}
+
+  /** Creates a queued build with the project's next number. */
+  async create(build: NewBuild): Promise<CreatedBuild> {
+    if (build.idempotencyKey !== undefined && build.idempotencyKey !== null) {
+      const earlier = await this.replay(
+        build.tenantId,
+        build.idempotencyKey,
+        build.requestHash ?? null,
+      );
+      if (earlier !== undefined) return { build: earlier, replayed: true };
+    }
+    const outcome = await this.builds.insert(build);
+    switch (outcome.kind) {
+      case 'created':
+        return { build: outcome.build, replayed: false };
+      case 'project-missing':
+        throw new NotFoundError('Project not found', {
+          project_id: 'no such project in this tenant',
+        });
+      case 'duplicate': {
+        const existing = await this.builds.findActiveDuplicate(
+          build.projectId,
+          build.gitBranch ?? '',
+          build.gitCommit,
+        );
+        throw new ConflictError(
+          'A queued or running build already exists for this project, branch and commit',
+          {
+            ...(existing === undefined ? {} : { build_id: existing.id }),
+          },
+        );
+      }
+      case 'idempotency-clash': {
+        const earlier = await this.replay(
+          build.tenantId,
+          build.idempotencyKey!,
+          build.requestHash ?? null,
+        );
+        if (earlier !== undefined) return { build: earlier, replayed: true };
+        throw new ConflictError('Idempotency-Key was already used');
+      }
+    }
+  }
+
+  private async replay(
+    tenantId: string,
+    key: string,
+    requestHash: string | null,
+  ): Promise<BuildEntity | undefined> {
+    const earlier = await this.builds.findByIdempotencyKey(tenantId, key);
+    if (earlier === undefined) return undefined;
+    if (earlier.requestHash !== requestHash) {
+      throw new ConflictError('Idempotency-Key was already used with a different request', {
+        'Idempotency-Key': 'reused with a different body',
+        build_id: earlier.id,
+      });
+    }
+    return earlier;
+  }
+
+  async get(tenantId: string, id: string): Promise<BuildEntity> {
+    const build = await this.builds.findInTenant(tenantId, id);
+    if (build === undefined) throw new NotFoundError(BUILD_NOT_FOUND);
+    return build;
+  }
+
+  list(query: BuildListQuery): Promise<{ builds: BuildEntity[]; total: number }> {
+    return this.builds.list(query);
+  }
+
+  /** queued → in_progress (the API). */
+  start(tenantId: string, id: string): Promise<BuildEntity> {
+    return this.apply(id, tenantId, 'start', { startedAt: 'now' });
+  }
+
+  /** in_progress → cancelled (the API). */
+  cancel(tenantId: string, id: string, reason: string | null): Promise<BuildEntity> {
+    return this.apply(id, tenantId, 'cancel', { completedAt: 'now', cancelReason: reason });
+  }
+
+  /** in_progress → success (a runner). */
+  succeed(id: string): Promise<BuildEntity> {
+    return this.apply(id, undefined, 'succeed', { completedAt: 'now' });
+  }
+
+  /** in_progress → failed with a bounded reason (a runner). */
+  fail(id: string, reason: FailureReason, message: string): Promise<BuildEntity> {
+    return this.apply(id, undefined, 'fail', {
+      completedAt: 'now',
+      failureReason: reason,
+      errorMessage: message.slice(0, ERROR_MESSAGE_LIMIT),
+    });
+  }
+
+  /** A new queued build with the failed one's configuration; the original stays failed. */
+  async retry(tenantId: string, id: string, createdBy: string | null): Promise<BuildEntity> {
+    const original = await this.get(tenantId, id);
+    if (!canRetry(original.status)) {
+      throw conflict(original.status, 'retry', 'failed');
+    }
+    const { build } = await this.create({
+      tenantId,
+      projectId: original.projectId,
+      gitBranch: original.gitBranch,
+      gitCommit: original.gitCommit,
+      gitAuthorName: original.gitAuthorName,
+      gitAuthorEmail: original.gitAuthorEmail,
+      method: original.method,
+      config: original.config,
+      retryOf: original.id,
+      createdBy,
+    });
+    return build;
+  }
+
+  /** Deletes a build that is not running; returns what was deleted. */
+  async remove(tenantId: string, id: string): Promise<BuildEntity> {
+    const build = await this.get(tenantId, id);
+    if (build.status === 'in_progress' || !(await this.builds.deleteUnlessRunning(tenantId, id))) {
+      const now = await this.builds.findInTenant(tenantId, id);
+      if (now === undefined) throw new NotFoundError(BUILD_NOT_FOUND);
+      throw new ConflictError('A running build cannot be deleted; cancel it first', {
+        status: now.status,
+      });
+    }
+    return build;
+  }
+
+  /** The runner's step count; ignored once the build is no longer running. */
+  reportProgress(id: string, current: number, total: number): Promise<boolean> {
+    return this.builds.setProgress(id, Math.max(0, current), Math.max(0, total));
+  }
+
+  setRunnerRef(id: string, runnerRef: string): Promise<void> {
+    return this.builds.setRunnerRef(id, runnerRef);
+  }
+
+  medianSuccessDurationMs(projectId: string): Promise<number | undefined> {
+    return this.builds.medianSuccessDurationMs(projectId);
+  }
+
+  private async apply(
+    id: string,
+    tenantId: string | undefined,
+    event: BuildEvent,
+    changes: TransitionChanges,
+  ): Promise<BuildEntity> {
+    const { from, to } = TRANSITIONS[event];
+    const updated = await this.builds.transition(id, tenantId, from, to, changes);
+    if (updated !== undefined) return updated;
+    const current =
+      tenantId === undefined
+        ? await this.builds.findById(id)
+        : await this.builds.findInTenant(tenantId, id);
+    if (current === undefined) throw new NotFoundError(BUILD_NOT_FOUND);
+    throw conflict(current.status, event, from);
+  }
+}
+
+function conflict(status: BuildStatus, action: string, needs: BuildStatus): ConflictError {
+  return new ConflictError(`Build is ${status}; ${action} needs a ${needs} build`, { status });
+}

@@ -1,0 +1,54 @@
+/** Build states and the transitions between them (spec section 3). Pure: no I/O. */
+export const BUILD_STATUSES = ['queued', 'in_progress', 'success', 'failed', 'cancelled'] as const;
+export type BuildStatus = (typeof BUILD_STATUSES)[number];
+
+/** Why a build failed: bounded, so user failures and platform failures can be told apart. */
+export const FAILURE_REASONS = [
+  'BuildFailed',
+  'TimedOut',
+  'OutOfMemory',
+  'PodEvicted',
+  'PodDeleted',
+  'InvalidSpec',
+  'InternalError',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Failures caused by the platform rather than by what the user asked to build. */
+export function isInfrastructureFailure(reason: FailureReason): boolean {
+  switch (reason) {
+    case 'PodEvicted':
+    case 'PodDeleted':
+    case 'InternalError':
+      return true;
+    case 'BuildFailed':
+    case 'TimedOut':
+    case 'OutOfMemory':
+    case 'InvalidSpec':
+      return false;
+  }
+}
+
+export type BuildEvent = 'start' | 'succeed' | 'fail' | 'cancel';
+
+/** The one transition table. Anything not listed is refused; terminal states are absorbing. */
+export const TRANSITIONS: Readonly<Record<BuildEvent, { from: BuildStatus; to: BuildStatus }>> = {
+  start: { from: 'queued', to: 'in_progress' },
+  succeed: { from: 'in_progress', to: 'success' },
+  fail: { from: 'in_progress', to: 'failed' },
+  cancel: { from: 'in_progress', to: 'cancelled' },
+};
+
+export function nextStatus(current: BuildStatus, event: BuildEvent): BuildStatus | undefined {
+  const rule = TRANSITIONS[event];
+  return rule.from === current ? rule.to : undefined;
+}
+
+export function isTerminal(status: BuildStatus): boolean {
+  return status === 'success' || status === 'failed' || status === 'cancelled';
+}
+
+/** Only a failed build can be retried (spec section 3, rule 3). */
+export function canRetry(status: BuildStatus): boolean {
+  return status === 'failed';
+}

@@ -1,0 +1,96 @@
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  PrimaryGeneratedColumn,
+  UpdateDateColumn,
+} from 'typeorm';
+import type { BuildStatus, FailureReason } from './build-state.js';
+
+/**
+ * What a build was asked to do, kept verbatim so a retry runs the same thing. The reference form
+ * carries only build arguments; the wizard form carries the normalised manifest.
+ */
+export type BuildConfigSnapshot =
+  | { form: 'reference'; build_args: Record<string, string> | null }
+  | { form: 'wizard'; manifest: Record<string, unknown> };
+
+@Entity('builds')
+export class BuildEntity {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column('uuid', { name: 'tenant_id' })
+  tenantId!: string;
+
+  @Column('uuid', { name: 'project_id' })
+  projectId!: string;
+
+  @Column('integer', { name: 'build_number' })
+  buildNumber!: number;
+
+  @Column('text')
+  status!: BuildStatus;
+
+  @Column('text', { name: 'git_branch', nullable: true })
+  gitBranch!: string | null;
+
+  @Column('text', { name: 'git_commit', nullable: true })
+  gitCommit!: string | null;
+
+  @Column('text', { name: 'git_author_name', nullable: true })
+  gitAuthorName!: string | null;
+
+  @Column('text', { name: 'git_author_email', nullable: true })
+  gitAuthorEmail!: string | null;
+
+  /** The build method (wizard form); null for a reference-form build. */
+  @Column('text', { nullable: true })
+  method!: string | null;
+
+  @Column('jsonb')
+  config!: BuildConfigSnapshot;
+
+  @Column('text', { name: 'error_message', nullable: true })
+  errorMessage!: string | null;
+
+  @Column('text', { name: 'failure_reason', nullable: true })
+  failureReason!: FailureReason | null;
+
+  @Column('text', { name: 'cancel_reason', nullable: true })
+  cancelReason!: string | null;
+
+  @Column('uuid', { name: 'retry_of', nullable: true })
+  retryOf!: string | null;
+
+  @Column('integer', { name: 'progress_current', nullable: true })
+  progressCurrent!: number | null;
+
+  @Column('integer', { name: 'progress_total', nullable: true })
+  progressTotal!: number | null;
+
+  /** The runner's handle on the run (a Build CR name, a local process id…). */
+  @Column('text', { name: 'runner_ref', nullable: true })
+  runnerRef!: string | null;
+
+  @Column('text', { name: 'idempotency_key', nullable: true })
+  idempotencyKey!: string | null;
+
+  @Column('text', { name: 'request_hash', nullable: true })
+  requestHash!: string | null;
+
+  @Column('uuid', { name: 'created_by', nullable: true })
+  createdBy!: string | null;
+
+  @Column('timestamptz', { name: 'started_at', nullable: true })
+  startedAt!: Date | null;
+
+  @Column('timestamptz', { name: 'completed_at', nullable: true })
+  completedAt!: Date | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt!: Date;
+}
