@@ -1,43 +1,66 @@
 import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
-import { ForbiddenError, InvalidRequestError, UnauthorizedError } from '../common/errors.js';
+import type { Request, Response } from 'express';
+import {
+  ForbiddenError,
+  InvalidRequestError,
+  RateLimitedError,
+  UnauthorizedError,
+} from '../common/errors.js';
+import { isUuid, NIL_UUID } from '../common/formats.js';
+import { setRateLimitHeaders } from '../common/rate-limit-headers.js';
+import { RateLimitService } from '../ratelimit/rate-limit.service.js';
 import { MembershipsRepository } from './memberships.repository.js';
 import { type Permission, permissionsOf } from './permissions.js';
 import { PERMISSION_KEY, PUBLIC_KEY } from './require-permission.decorator.js';
 import type { AuthenticatedUser, KilnRequest } from './tenant-context.js';
-import { isUuid, NIL_UUID } from '../common/formats.js';
+
+const API_PATH = /^\/api\/v1(\/|$)/;
 
 /**
  * The global guard. In order: a route must be @Public or declare a permission (default deny);
- * a valid bearer token (401); an X-Tenant-ID that is a non-nil UUID (400); membership of that
- * tenant (403); the route's permission in the member's role (403).
+ * a valid bearer token (401); an X-Tenant-ID that is a non-nil UUID (400); the caller's rate
+ * limit (429); membership of that tenant (403); the route's permission in the member's role (403).
+ * Every /api/v1 response carries the X-RateLimit-* headers of the caller's window; callers
+ * without a valid token are counted by client address.
  */
 @Injectable()
 export class AuthGuard extends PassportAuthGuard('jwt') {
   constructor(
     private readonly reflector: Reflector,
     private readonly memberships: MembershipsRepository,
+    private readonly rateLimits: RateLimitService,
   ) {
     super();
   }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== 'http') return false;
+    const request = context.switchToHttp().getRequest<Request & KilnRequest>();
+    const response = context.switchToHttp().getResponse<Response>();
     const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets) === true) return true;
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets) === true) {
+      if (API_PATH.test(request.path))
+        await this.limit(request, response, `ip|${request.ip ?? ''}`);
+      return true;
+    }
     const permission = this.reflector.getAllAndOverride<Permission | undefined>(
       PERMISSION_KEY,
       targets,
     );
     if (permission === undefined) throw new ForbiddenError('This route declares no permission');
 
-    await super.canActivate(context);
-    const request = context
-      .switchToHttp()
-      .getRequest<KilnRequest & { headers: Record<string, unknown> }>();
-    const tenantId = parseTenantHeader(request.headers['x-tenant-id']);
+    try {
+      await super.canActivate(context);
+    } catch (error) {
+      if (error instanceof UnauthorizedError)
+        await this.limit(request, response, `ip|${request.ip ?? ''}`);
+      throw error;
+    }
     const userId = request.user!.userId;
+    const tenantId = parseTenantHeader(request.headers['x-tenant-id']);
+    await this.limit(request, response, `user|${tenantId}|${userId}`);
     const role = await this.memberships.roleOf(tenantId, userId);
     if (role === undefined) throw new ForbiddenError('Not a member of this tenant');
     const permissions = permissionsOf(role);
@@ -46,6 +69,17 @@ export class AuthGuard extends PassportAuthGuard('jwt') {
     }
     request.tenant = { userId, tenantId, role, permissions };
     return true;
+  }
+
+  private async limit(request: Request, response: Response, caller: string): Promise<void> {
+    const decision = await this.rateLimits.consume(
+      caller,
+      RateLimitService.classOf(request.method),
+    );
+    if (decision === undefined) return;
+    setRateLimitHeaders(response, decision, false);
+    if (!decision.allowed)
+      throw new RateLimitedError('Too many requests; wait until X-RateLimit-Reset', decision);
   }
 
   override handleRequest<TUser = AuthenticatedUser>(

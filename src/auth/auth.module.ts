@@ -3,6 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { JwtService } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { KilnConfig } from '../config/config.js';
+import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
@@ -20,7 +21,7 @@ const secretProvider = {
 
 /** Login, access tokens, and the global guard every API route passes. */
 @Module({
-  imports: [TenancyModule, PassportModule],
+  imports: [TenancyModule, RateLimitModule, PassportModule],
   controllers: [AuthController],
   providers: [
     secretProvider,

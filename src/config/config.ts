@@ -37,6 +37,10 @@ export class KilnConfig {
   /** First start with an empty database creates this admin (with a default tenant and project). */
   readonly bootstrapAdmin!: { email: string; password: string } | undefined;
   readonly loginMaxFailures!: number;
+  /** Requests per window and caller: reads (GET) and writes (everything else); 0 turns a class off. */
+  readonly rateLimitReads!: number;
+  readonly rateLimitWrites!: number;
+  readonly rateLimitWindowSeconds!: number;
   readonly loginWindowSeconds!: number;
   readonly logLevel!: LogLevel;
   readonly maxBodyBytes!: number;
@@ -138,6 +142,9 @@ export function loadConfig(
   const jwtIssuer = value('KILN_JWT_ISSUER') ?? 'kiln';
   const jwtAudience = value('KILN_JWT_AUDIENCE') ?? 'kiln-api';
   const loginMaxFailures = integer('KILN_LOGIN_MAX_FAILURES', 10, 1, 1000);
+  const rateLimitReads = integer('KILN_RATE_LIMIT_READS', 600, 0, 1_000_000);
+  const rateLimitWrites = integer('KILN_RATE_LIMIT_WRITES', 60, 0, 1_000_000);
+  const rateLimitWindowSeconds = integer('KILN_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600);
   const loginWindowSeconds = integer('KILN_LOGIN_WINDOW_SECONDS', 900, 1, 86_400);
 
   let bootstrapAdmin: { email: string; password: string } | undefined;
@@ -174,6 +181,9 @@ export function loadConfig(
     bootstrapAdmin,
     loginMaxFailures,
     loginWindowSeconds,
+    rateLimitReads,
+    rateLimitWrites,
+    rateLimitWindowSeconds,
     logLevel,
     maxBodyBytes,
     trustProxyHops,

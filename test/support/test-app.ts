@@ -42,6 +42,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = loadConfig(
     {
       KILN_JWT_SECRET: TEST_JWT_SECRET,
+      // Suites send bursts; the rate-limit suite sets its own small limits.
+      KILN_RATE_LIMIT_READS: '1000000',
+      KILN_RATE_LIMIT_WRITES: '1000000',
       KILN_RUNNER: 'local',
       ...env,
       DATABASE_URL: database.url,

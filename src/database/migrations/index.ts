@@ -1,6 +1,7 @@
 import type { MigrationInterface } from 'typeorm';
 import { Tenancy1763769600000 } from './1763769600000-tenancy.js';
 import { Builds1763856000000 } from './1763856000000-builds.js';
+import { RateLimits1763942400000 } from './1763942400000-rate-limits.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -9,4 +10,5 @@ import { Builds1763856000000 } from './1763856000000-builds.js';
 export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   Tenancy1763769600000,
   Builds1763856000000,
+  RateLimits1763942400000,
 ];
