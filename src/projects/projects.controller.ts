@@ -1,8 +1,13 @@
 import { Controller, Get } from '@nestjs/common';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
-import { type ProjectResponse, ProjectsService, toProjectResponse } from './projects.service.js';
+import { ProjectListResponse, ProjectsService, toProjectResponse } from './projects.service.js';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors } from '../common/openapi.js';
 
+@ApiTags('projects')
+@ApiBearerAuth()
+@ApiHeader({ name: 'X-Tenant-ID', required: true, description: 'Tenant UUID (not the nil UUID)' })
 @Controller('projects')
 export class ProjectsController {
   constructor(private readonly projects: ProjectsService) {}
@@ -10,7 +15,9 @@ export class ProjectsController {
   /** The tenant's projects, for choosing where a build goes. */
   @Get()
   @RequirePermission('build:list')
-  async list(@CurrentTenant() tenant: TenantContext): Promise<{ projects: ProjectResponse[] }> {
+  @ApiOperation({ summary: "List the tenant's projects" })
+  @ApiErrors(200, { type: ProjectListResponse }, [400, 401, 403, 429])
+  async list(@CurrentTenant() tenant: TenantContext): Promise<ProjectListResponse> {
     return { projects: (await this.projects.list(tenant.tenantId)).map(toProjectResponse) };
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { InvalidRequestError } from '../common/errors.js';
 import type { ProjectEntity } from './project.entity.js';
 import { ProjectsRepository } from './projects.repository.js';
@@ -6,13 +7,17 @@ import { ProjectsRepository } from './projects.repository.js';
 /** https://, ssh:// and git:// URLs, and scp-like `user@host:path`. No file:// or local paths. */
 const GIT_URL = /^(?:(?:https|ssh|git):\/\/[^\s/]+\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+)$/;
 
-export interface ProjectResponse {
-  id: string;
-  tenant_id: string;
-  name: string;
-  git_repository_url: string | null;
-  created_at: string;
-  updated_at: string;
+export class ProjectResponse {
+  @ApiProperty({ format: 'uuid' }) id!: string;
+  @ApiProperty({ format: 'uuid' }) tenant_id!: string;
+  @ApiProperty() name!: string;
+  @ApiPropertyOptional({ type: String, nullable: true }) git_repository_url!: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at!: string;
+  @ApiProperty({ format: 'date-time' }) updated_at!: string;
+}
+
+export class ProjectListResponse {
+  @ApiProperty({ type: [ProjectResponse] }) projects!: ProjectResponse[];
 }
 
 export function toProjectResponse(project: ProjectEntity): ProjectResponse {

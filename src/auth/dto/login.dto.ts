@@ -1,7 +1,9 @@
+import { ApiProperty } from '@nestjs/swagger';
 import { IsEmail, IsString, MaxLength, MinLength } from 'class-validator';
 import { MAX_PASSWORD_LENGTH } from '../password-hasher.js';
 
 export class LoginDto {
+  @ApiProperty({ format: 'email', maxLength: 320 })
   @IsString()
   @MaxLength(320)
   @IsEmail()
@@ -10,5 +12,12 @@ export class LoginDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_PASSWORD_LENGTH)
+  @ApiProperty({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH, format: 'password' })
   password!: string;
+}
+
+export class AccessTokenDto {
+  @ApiProperty({ description: 'JWT access token' }) access_token!: string;
+  @ApiProperty({ enum: ['Bearer'] }) token_type!: 'Bearer';
+  @ApiProperty({ description: 'Lifetime in seconds' }) expires_in!: number;
 }

@@ -1,0 +1,219 @@
+import type { Permission, Role } from '../src/auth/permissions.js';
+import { listRoutes } from '../src/auth/route-inventory.js';
+import { BuildRunner } from '../src/runners/build-runner.js';
+import { craftToken, type Seeded, seedTenancy, tokenFor, validClaims } from './support/auth.js';
+import { ApiClient } from './support/builds.js';
+import { FakeRunner } from './support/fake-runner.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** The state a route's build must be in for the allowed caller to succeed ('none': no :id). */
+type BuildState = 'none' | 'queued' | 'in_progress' | 'failed' | 'success';
+
+interface RouteRow {
+  readonly permission: Permission;
+  readonly success: number;
+  readonly build: BuildState;
+}
+
+// Every non-public route, exactly as listRoutes() names it, with the permission it must declare
+// (spec section 4). A route missing here, or declaring another permission, fails the suite.
+const ROUTES: Readonly<Record<string, RouteRow>> = {
+  'POST /api/v1/builds': { permission: 'build:create', success: 201, build: 'none' },
+  'GET /api/v1/builds': { permission: 'build:list', success: 200, build: 'none' },
+  'GET /api/v1/builds/:id': { permission: 'build:read', success: 200, build: 'queued' },
+  'DELETE /api/v1/builds/:id': { permission: 'build:delete', success: 204, build: 'success' },
+  'POST /api/v1/builds/:id/start': { permission: 'build:create', success: 200, build: 'queued' },
+  'POST /api/v1/builds/:id/cancel': {
+    permission: 'build:cancel',
+    success: 200,
+    build: 'in_progress',
+  },
+  'POST /api/v1/builds/:id/retry': { permission: 'build:create', success: 200, build: 'failed' },
+  'GET /api/v1/builds/:id/status': {
+    permission: 'build:read',
+    success: 200,
+    build: 'in_progress',
+  },
+  'GET /api/v1/projects': { permission: 'build:list', success: 200, build: 'none' },
+};
+
+// What each role of tenant A is expected to hold; written out here rather than read from
+// src/auth/permissions.ts so that a change to the role map shows up as failing cells.
+const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
+  admin: ['build:create', 'build:list', 'build:read', 'build:delete', 'build:cancel'],
+  developer: ['build:create', 'build:list', 'build:read', 'build:cancel'],
+  viewer: ['build:list', 'build:read'],
+};
+
+type Pov = 'anonymous' | 'forged admin token' | Role | 'outsider' | 'tenant B admin';
+
+interface Cell {
+  readonly name: string;
+  readonly route: string;
+  readonly row: RouteRow;
+  readonly pov: Pov;
+  readonly expected: number;
+}
+
+const ERROR_CODES: Readonly<Record<number, string>> = {
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+};
+
+const CELLS: readonly Cell[] = Object.entries(ROUTES).flatMap(([route, row]) => {
+  const povs: Array<[Pov, number]> = [
+    ['anonymous', 401],
+    ['forged admin token', 401],
+    ...(Object.keys(GRANTS) as Role[]).map((role): [Pov, number] => [
+      role,
+      GRANTS[role].includes(row.permission) ? row.success : 403,
+    ]),
+    ['outsider', 403],
+    ...(route.includes(':id') ? [['tenant B admin', 404] as [Pov, number]] : []),
+  ];
+  return povs.map(([pov, expected]) => ({
+    name: `${route} as ${pov} → ${expected}`,
+    route,
+    row,
+    pov,
+    expected,
+  }));
+});
+
+const MISSING = '6f1c6a52-7a7d-4d0b-9d55-5b0c2f6f0a11';
+
+interface Reply {
+  readonly status: number;
+  readonly body: any;
+}
+
+describe('authorization matrix', () => {
+  let kiln: TestApp;
+  let seeded: Seeded;
+  let runner: FakeRunner;
+  let admin: ApiClient;
+  let headersOf: Record<Pov, Record<string, string>>;
+  let branches = 0;
+
+  beforeAll(async () => {
+    kiln = await startTestApp({ runner: FakeRunner });
+    seeded = await seedTenancy(kiln);
+    runner = kiln.app.get<BuildRunner, FakeRunner>(BuildRunner);
+    const { users, tenantA, tenantB } = seeded;
+    const bearer = async (email: string) => `Bearer ${await tokenFor(kiln.baseUrl, email)}`;
+    const adminToken = await bearer(users.admin.email);
+    headersOf = {
+      anonymous: { 'x-tenant-id': tenantA },
+      'forged admin token': {
+        authorization: `Bearer ${craftToken(validClaims(users.admin.id), { secret: 'x'.repeat(40) })}`,
+        'x-tenant-id': tenantA,
+      },
+      admin: { authorization: adminToken, 'x-tenant-id': tenantA },
+      developer: { authorization: await bearer(users.developer.email), 'x-tenant-id': tenantA },
+      viewer: { authorization: await bearer(users.viewer.email), 'x-tenant-id': tenantA },
+      outsider: { authorization: await bearer(users.outsider.email), 'x-tenant-id': tenantA },
+      'tenant B admin': { authorization: await bearer(users.adminB.email), 'x-tenant-id': tenantB },
+    };
+    admin = new ApiClient(kiln, adminToken.slice('Bearer '.length), tenantA);
+  });
+
+  afterAll(async () => {
+    await kiln.close();
+  });
+
+  /** A build of tenant A in the given state, on a branch of its own (no duplicate-409). */
+  async function buildIn(state: BuildState): Promise<string> {
+    const { id } = (await admin.createBuild(seeded.projectA, `matrix-${++branches}`)) as {
+      id: string;
+    };
+    if (state === 'none' || state === 'queued') return id;
+    const started = await admin.request('POST', `/builds/${id}/start`);
+    if (started.status !== 200) throw new Error(`start gave ${started.status}`);
+    switch (state) {
+      case 'in_progress':
+        break;
+      case 'failed':
+        await runner.fail(id);
+        break;
+      case 'success':
+        await runner.succeed(id);
+        break;
+    }
+    return id;
+  }
+
+  /** Sends a cell's request; `id` fills :id (tenant A's build, or a missing one). */
+  async function send(cell: Cell, id: string | undefined): Promise<Reply> {
+    const [method, pattern] = cell.route.split(' ') as [string, string];
+    const path = id === undefined ? pattern : pattern.replace(':id', id);
+    const body =
+      cell.route === 'POST /api/v1/builds'
+        ? JSON.stringify({ project_id: seeded.projectA, git_branch: `matrix-${++branches}` })
+        : undefined;
+    const response = await fetch(`${kiln.baseUrl}${path}`, {
+      method,
+      headers: {
+        ...headersOf[cell.pov],
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+  }
+
+  async function prepare(cell: Cell): Promise<string | undefined> {
+    return cell.row.build === 'none' ? undefined : buildIn(cell.row.build);
+  }
+
+  const comparable = (error: any) => ({ ...error, timestamp: 0, trace_id: 0 });
+
+  it('has a row for every non-public route, with the permission the route declares', () => {
+    const declared = Object.fromEntries(
+      listRoutes(kiln.app)
+        .filter((route) => !route.public)
+        .map((route) => [`${route.method} ${route.path}`, route.permission]),
+    );
+    const table = Object.fromEntries(
+      Object.entries(ROUTES).map(([route, row]) => [route, row.permission]),
+    );
+
+    expect(declared).toEqual(table);
+  });
+
+  it.each(CELLS)('$name', async (cell) => {
+    const reply = await send(cell, await prepare(cell));
+
+    const expectedCode = ERROR_CODES[cell.expected];
+    expect({ status: reply.status, code: reply.body?.code }).toEqual({
+      status: cell.expected,
+      code: expectedCode,
+    });
+    if (cell.expected === 204) expect(reply.body).toBeUndefined();
+    if (cell.pov === 'tenant B admin') {
+      const missing = await send(cell, MISSING);
+      expect(missing.status).toBe(404);
+      expect(comparable(reply.body)).toEqual(comparable(missing.body));
+    }
+  });
+
+  it('changes no build and hands nothing to the runner for any refused request', async () => {
+    const refused = CELLS.filter((cell) => cell.expected >= 400);
+    const prepared: Array<[Cell, string | undefined]> = [];
+    for (const cell of refused) prepared.push([cell, await prepare(cell)]);
+    const snapshot = async () => ({
+      builds: await kiln.dataSource.query('SELECT id, status, updated_at FROM builds ORDER BY id'),
+      started: [...runner.started],
+      cancelled: [...runner.cancelled],
+      removed: [...runner.removed],
+    });
+    const before = await snapshot();
+
+    const statuses: number[] = [];
+    for (const [cell, id] of prepared) statuses.push((await send(cell, id)).status);
+
+    expect(statuses).toEqual(refused.map((cell) => cell.expected));
+    expect(await snapshot()).toEqual(before);
+  });
+});
