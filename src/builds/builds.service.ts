@@ -68,12 +68,7 @@ export class BuildsService {
       throw new ForbiddenError('tenant_id does not match X-Tenant-ID');
     }
     const result = validateManifest(body.manifest);
-    if (!result.ok) {
-      const summary = Object.entries(result.details)
-        .map(([field, message]) => `${field}: ${message}`)
-        .join('; ');
-      throw new InvalidRequestError(`Invalid build manifest: ${summary}`, result.details);
-    }
+    if (!result.ok) throw InvalidRequestError.listing('Invalid build manifest', result.details);
     return {
       projectId: body.project_id.toLowerCase(),
       gitBranch: null,

@@ -1,13 +1,15 @@
 import { assertUnreachable, ErrorCode, type ErrorDetails } from './errors.js';
 
 /** The spec's Error.code values (section 7); the wire never carries anything else. */
-export type ApiErrorCode =
-  | 'INVALID_REQUEST'
-  | 'UNAUTHORIZED'
-  | 'FORBIDDEN'
-  | 'NOT_FOUND'
-  | 'CONFLICT'
-  | 'INTERNAL_SERVER_ERROR';
+export const API_ERROR_CODES = [
+  'INVALID_REQUEST',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'CONFLICT',
+  'INTERNAL_SERVER_ERROR',
+] as const;
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
 /** The spec's Error shape (section 2.6). */
 export interface ErrorBody {

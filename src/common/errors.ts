@@ -34,6 +34,14 @@ export class InvalidRequestError extends KilnError {
   constructor(message: string, details?: ErrorDetails) {
     super(ErrorCode.InvalidRequest, message, details);
   }
+
+  /** "<lead>: field: problem; field: problem", with the same pairs as details. */
+  static listing(lead: string, details: ErrorDetails): InvalidRequestError {
+    const summary = Object.entries(details)
+      .map(([field, message]) => `${field}: ${message}`)
+      .join('; ');
+    return new InvalidRequestError(`${lead}: ${summary}`, details);
+  }
 }
 
 export class NotFoundError extends KilnError {

@@ -1,19 +1,11 @@
 import { applyDecorators } from '@nestjs/common';
+import { API_ERROR_CODES } from './error-body.js';
 import {
   ApiProperty,
   ApiPropertyOptional,
   ApiResponse,
   type ApiResponseOptions,
 } from '@nestjs/swagger';
-
-const API_ERROR_CODES = [
-  'INVALID_REQUEST',
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'CONFLICT',
-  'INTERNAL_SERVER_ERROR',
-];
 
 /** The spec's Error body (2.6), for the OpenAPI document. */
 export class ErrorBodyDto {

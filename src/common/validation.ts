@@ -26,9 +26,5 @@ export function createValidationPipe(): ValidationPipe {
 
 /** One InvalidRequestError naming every bad field, from class-validator's errors. */
 export function invalidRequestFrom(errors: ValidationError[]): InvalidRequestError {
-  const details = validationDetails(errors);
-  const summary = Object.entries(details)
-    .map(([field, message]) => `${field}: ${message}`)
-    .join('; ');
-  return new InvalidRequestError(`Invalid request: ${summary}`, details);
+  return InvalidRequestError.listing('Invalid request', validationDetails(errors));
 }
