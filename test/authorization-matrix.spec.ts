@@ -34,6 +34,7 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
     success: 200,
     build: 'in_progress',
   },
+  'GET /api/v1/builds/:id/logs': { permission: 'build:read', success: 200, build: 'in_progress' },
   'GET /api/v1/projects': { permission: 'build:list', success: 200, build: 'none' },
 };
 

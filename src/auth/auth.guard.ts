@@ -2,17 +2,11 @@ import { type ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
 import type { Request, Response } from 'express';
-import {
-  ForbiddenError,
-  InvalidRequestError,
-  RateLimitedError,
-  UnauthorizedError,
-} from '../common/errors.js';
-import { isUuid, NIL_UUID } from '../common/formats.js';
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from '../common/errors.js';
 import { setRateLimitHeaders } from '../common/rate-limit-headers.js';
 import { RateLimitService } from '../ratelimit/rate-limit.service.js';
-import { MembershipsRepository } from './memberships.repository.js';
-import { type Permission, permissionsOf } from './permissions.js';
+import { Authorizer, parseTenantHeader } from './authorizer.js';
+import type { Permission } from './permissions.js';
 import { PERMISSION_KEY, PUBLIC_KEY } from './require-permission.decorator.js';
 import type { AuthenticatedUser, KilnRequest } from './tenant-context.js';
 
@@ -29,7 +23,7 @@ const API_PATH = /^\/api\/v1(\/|$)/;
 export class AuthGuard extends PassportAuthGuard('jwt') {
   constructor(
     private readonly reflector: Reflector,
-    private readonly memberships: MembershipsRepository,
+    private readonly authorizer: Authorizer,
     private readonly rateLimits: RateLimitService,
   ) {
     super();
@@ -61,13 +55,7 @@ export class AuthGuard extends PassportAuthGuard('jwt') {
     const userId = request.user!.userId;
     const tenantId = parseTenantHeader(request.headers['x-tenant-id']);
     await this.limit(request, response, `user|${tenantId}|${userId}`);
-    const role = await this.memberships.roleOf(tenantId, userId);
-    if (role === undefined) throw new ForbiddenError('Not a member of this tenant');
-    const permissions = permissionsOf(role);
-    if (!permissions.includes(permission)) {
-      throw new ForbiddenError(`Your role in this tenant lacks the permission ${permission}`);
-    }
-    request.tenant = { userId, tenantId, role, permissions };
+    request.tenant = await this.authorizer.authorizeMember(userId, tenantId, permission);
     return true;
   }
 
@@ -98,19 +86,4 @@ export class AuthGuard extends PassportAuthGuard('jwt') {
     }
     return user;
   }
-}
-
-function parseTenantHeader(raw: unknown): string {
-  if (typeof raw !== 'string' || raw.trim() === '') {
-    throw new InvalidRequestError('The X-Tenant-ID header is required', {
-      'X-Tenant-ID': 'required',
-    });
-  }
-  const value = raw.trim().toLowerCase();
-  if (!isUuid(value) || value === NIL_UUID) {
-    throw new InvalidRequestError('X-Tenant-ID must be a tenant UUID (not the nil UUID)', {
-      'X-Tenant-ID': 'must be a non-nil UUID',
-    });
-  }
-  return value;
 }

@@ -7,8 +7,10 @@ import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
+import { Authorizer } from './authorizer.js';
 import { resolveJwtSecret } from './jwt-secret.js';
-import { JWT_ALGORITHM, JWT_SECRET, JwtStrategy } from './jwt.strategy.js';
+import { JWT_ALGORITHM, JWT_SECRET } from './jwt.constants.js';
+import { JwtStrategy } from './jwt.strategy.js';
 import { LoginThrottleRepository } from './login-throttle.repository.js';
 import { TenancyModule } from './tenancy.module.js';
 import { TokenService } from './token.service.js';
@@ -23,6 +25,7 @@ const secretProvider = {
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
   controllers: [AuthController],
+  exports: [Authorizer],
   providers: [
     secretProvider,
     {
@@ -39,6 +42,7 @@ const secretProvider = {
         }),
     },
     AuthService,
+    Authorizer,
     TokenService,
     JwtStrategy,
     LoginThrottleRepository,

@@ -4,12 +4,8 @@ import { ExtractJwt, Strategy } from 'passport-jwt';
 import { KilnConfig } from '../config/config.js';
 import { UnauthorizedError } from '../common/errors.js';
 import type { AuthenticatedUser } from './tenant-context.js';
-import { isUuid } from '../common/formats.js';
-
-export const JWT_SECRET = Symbol('JWT_SECRET');
-export const JWT_ALGORITHM = 'HS256';
-/** Clock skew tolerated on exp/nbf (RFC 7519 4.1.4 allows "some small leeway"). */
-export const JWT_CLOCK_TOLERANCE_SECONDS = 60;
+import { subjectOf } from './authorizer.js';
+import { JWT_ALGORITHM, JWT_CLOCK_TOLERANCE_SECONDS, JWT_SECRET } from './jwt.constants.js';
 
 /**
  * Verifies bearer tokens: HS256 only (no `none`, no algorithm confusion), issuer and audience
@@ -30,10 +26,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   }
 
   validate(payload: Record<string, unknown>): AuthenticatedUser {
-    const { sub, exp } = payload;
-    if (typeof exp !== 'number' || typeof sub !== 'string' || !isUuid(sub)) {
-      throw new UnauthorizedError('Invalid access token');
-    }
-    return { userId: sub.toLowerCase() };
+    const verified = subjectOf(payload);
+    if (verified === undefined) throw new UnauthorizedError('Invalid access token');
+    return { userId: verified.userId };
   }
 }

@@ -42,6 +42,15 @@ export class KilnConfig {
   readonly rateLimitWrites!: number;
   readonly rateLimitWindowSeconds!: number;
   readonly loginWindowSeconds!: number;
+  /** Largest build log kiln stores; past it a marker line says the rest was dropped. */
+  readonly logMaxBytesPerBuild!: number;
+  /** Browser origins allowed to open the log WebSocket; empty: none (non-browser clients send no Origin). */
+  readonly wsAllowedOrigins!: readonly string[];
+  readonly wsMaxConnectionsPerUser!: number;
+  /** Ping period; a client that misses a pong for a whole period is dropped. */
+  readonly wsHeartbeatMs!: number;
+  /** How long a client may leave the send buffer over its high-water mark before it is closed. */
+  readonly wsStallMs!: number;
   readonly logLevel!: LogLevel;
   readonly maxBodyBytes!: number;
   /** Reverse proxies in front of kiln whose X-Forwarded-For is trusted for the client address. */
@@ -145,6 +154,28 @@ export function loadConfig(
   const rateLimitReads = integer('KILN_RATE_LIMIT_READS', 600, 0, 1_000_000);
   const rateLimitWrites = integer('KILN_RATE_LIMIT_WRITES', 60, 0, 1_000_000);
   const rateLimitWindowSeconds = integer('KILN_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600);
+  const logMaxBytesPerBuild = integer(
+    'KILN_LOG_MAX_BYTES_PER_BUILD',
+    100 * 1024 * 1024,
+    1024,
+    10 * 1024 ** 3,
+  );
+  const wsMaxConnectionsPerUser = integer('KILN_WS_MAX_CONNECTIONS_PER_USER', 20, 1, 10_000);
+  const wsHeartbeatMs = integer('KILN_WS_HEARTBEAT_SECONDS', 30, 1, 3600) * 1000;
+  const wsStallMs = integer('KILN_WS_STALL_SECONDS', 10, 1, 3600) * 1000;
+  const wsAllowedOrigins = (value('KILN_WS_ALLOWED_ORIGINS') ?? '')
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== '');
+  for (const origin of wsAllowedOrigins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) {
+      bad(
+        'KILN_WS_ALLOWED_ORIGINS',
+        'comma-separated origins such as https://builds.example.com',
+        origin,
+      );
+    }
+  }
   const loginWindowSeconds = integer('KILN_LOGIN_WINDOW_SECONDS', 900, 1, 86_400);
 
   let bootstrapAdmin: { email: string; password: string } | undefined;
@@ -184,6 +215,11 @@ export function loadConfig(
     rateLimitReads,
     rateLimitWrites,
     rateLimitWindowSeconds,
+    logMaxBytesPerBuild,
+    wsAllowedOrigins,
+    wsMaxConnectionsPerUser,
+    wsHeartbeatMs,
+    wsStallMs,
     logLevel,
     maxBodyBytes,
     trustProxyHops,

@@ -1,6 +1,7 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseHealth } from './database-health.js';
+import { Notifications } from './notification-listener.js';
 
 /** Makes the already-initialised DataSource injectable; its lifetime belongs to whoever opened it. */
 @Global()
@@ -9,8 +10,8 @@ export class DatabaseModule {
   static forDataSource(dataSource: DataSource): DynamicModule {
     return {
       module: DatabaseModule,
-      providers: [{ provide: DataSource, useValue: dataSource }, DatabaseHealth],
-      exports: [DataSource, DatabaseHealth],
+      providers: [{ provide: DataSource, useValue: dataSource }, DatabaseHealth, Notifications],
+      exports: [DataSource, DatabaseHealth, Notifications],
     };
   }
 }

@@ -98,6 +98,11 @@ export class BuildLifecycle {
     return build;
   }
 
+  /** A build by id alone, for runners, the operator and log streams (no request tenant). */
+  find(id: string): Promise<BuildEntity | undefined> {
+    return this.builds.findById(id);
+  }
+
   list(query: BuildListQuery): Promise<{ builds: BuildEntity[]; total: number }> {
     return this.builds.list(query);
   }

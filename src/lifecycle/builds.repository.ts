@@ -55,6 +55,9 @@ function uniqueViolationConstraint(error: unknown): string | undefined {
     : undefined;
 }
 
+/** NOTIFY channel for status changes: payload `<build id>:<status>`. */
+export const STATUS_CHANNEL = 'kiln_build_status';
+
 const SORT_COLUMNS: Readonly<Record<BuildSortKey, string>> = {
   created_at: 'b.created_at',
   updated_at: 'b.updated_at',
@@ -196,8 +199,11 @@ export class BuildsRepository {
       params.push(tenantId);
       where += ` AND tenant_id = $${params.length}`;
     }
-    const [rows] = await this.dataSource.query<[Array<{ id: string }>, number]>(
-      `UPDATE builds SET ${sets.join(', ')} WHERE ${where} RETURNING id`,
+    params.push(STATUS_CHANNEL);
+    // The change and its announcement (for live log streams) in one statement.
+    const rows = await this.dataSource.query<Array<{ id: string }>>(
+      `WITH changed AS (UPDATE builds SET ${sets.join(', ')} WHERE ${where} RETURNING id, status)
+       SELECT id, pg_notify($${params.length}, id || ':' || status) FROM changed`,
       params,
     );
     return rows.length === 0 ? undefined : this.findById(id);

@@ -2,6 +2,7 @@ import type { MigrationInterface } from 'typeorm';
 import { Tenancy1763769600000 } from './1763769600000-tenancy.js';
 import { Builds1763856000000 } from './1763856000000-builds.js';
 import { RateLimits1763942400000 } from './1763942400000-rate-limits.js';
+import { BuildLogs1764028800000 } from './1764028800000-build-logs.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -11,4 +12,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   Tenancy1763769600000,
   Builds1763856000000,
   RateLimits1763942400000,
+  BuildLogs1764028800000,
 ];

@@ -1,0 +1,40 @@
+/** Spec 2.5 LogEntry levels. */
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+export type LogEntryLevel = (typeof LOG_LEVELS)[number];
+
+/** A stored log line: `seq` is dense per build from 0 and is the HTTP offset. */
+export interface StoredLogLine {
+  readonly seq: number;
+  readonly ts: Date;
+  readonly level: LogEntryLevel;
+  readonly message: string;
+  readonly metadata: Record<string, string> | null;
+}
+
+/** Spec 2.5 (HTTP) and spec 6 (WebSocket: plus build_id and seq). */
+export interface LogEntryDto {
+  timestamp: string;
+  level: LogEntryLevel;
+  message: string;
+  metadata: Record<string, string> | null;
+}
+
+export function toLogEntry(line: StoredLogLine): LogEntryDto {
+  return {
+    timestamp: line.ts.toISOString(),
+    level: line.level,
+    message: line.message,
+    metadata: line.metadata,
+  };
+}
+
+export function toStreamMessage(
+  buildId: string,
+  line: StoredLogLine,
+): LogEntryDto & { build_id: string; seq: number } {
+  return { build_id: buildId, seq: line.seq, ...toLogEntry(line) };
+}
+
+/** Postgres NOTIFY channel for new lines: payload `<build id>:<highest seq>`. */
+export const LOG_CHANNEL = 'kiln_build_logs';
+export { STATUS_CHANNEL } from '../lifecycle/builds.repository.js';

@@ -1,0 +1,224 @@
+import {
+  Inject,
+  Injectable,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { Authorizer, parseTenantHeader } from '../auth/authorizer.js';
+import { type ErrorBody, httpStatusOf } from '../common/error-body.js';
+import {
+  ForbiddenError,
+  InvalidRequestError,
+  KilnError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthorizedError,
+} from '../common/errors.js';
+import { isUuid } from '../common/formats.js';
+import { toKilnError } from '../common/http-error.filter.js';
+import { LOGGER } from '../common/logger.js';
+import { requestIdFrom } from '../common/request-context.js';
+import { KilnConfig } from '../config/config.js';
+import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
+import { BuildLogsRepository } from './build-logs.repository.js';
+import { LogHub } from './log-hub.js';
+import { LogStreamSession } from './log-stream.session.js';
+
+const ROUTE = /^\/api\/v1\/builds\/([^/]+)\/logs\/stream$/;
+/** The one subprotocol kiln speaks; a browser offers it beside its `bearer.<token>` entry. */
+export const LOG_STREAM_PROTOCOL = 'kiln.logs.v1';
+const BEARER_PROTOCOL = 'bearer.';
+const TENANT_PROTOCOL = 'tenant.';
+const MAX_INBOUND_BYTES = 64 * 1024;
+
+interface Upgrade {
+  readonly buildId: string;
+  readonly fromSeq: number;
+  readonly userId: string;
+  readonly expiresAt: Date;
+}
+
+/**
+ * WebSocket GET /api/v1/builds/{id}/logs/stream, on Nest's own HTTP server. Every check happens
+ * during the HTTP upgrade, before any 101: a refusal is a plain HTTP response with the Error body
+ * and the spec's status (400, 401, 403, 404; 429 past the per-user connection limit).
+ * Credentials: `Authorization: Bearer` and `X-Tenant-ID` headers, or, for browsers, subprotocol
+ * entries `bearer.<token>` and `tenant.<uuid>` beside `kiln.logs.v1` (only that one is echoed).
+ * See docs/adr/0007-log-stream-websocket.md.
+ */
+@Injectable()
+export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_INBOUND_BYTES,
+    perMessageDeflate: false,
+    handleProtocols: (protocols) =>
+      protocols.has(LOG_STREAM_PROTOCOL) ? LOG_STREAM_PROTOCOL : false,
+  });
+  private readonly perUser = new Map<string, number>();
+  private readonly sessions = new Set<Promise<void>>();
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly authorizer: Authorizer,
+    private readonly lifecycle: BuildLifecycle,
+    private readonly logs: BuildLogsRepository,
+    private readonly hub: LogHub,
+    private readonly config: KilnConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
+    server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      const requestId = requestIdFrom(request.headers['x-request-id']);
+      const path = new URL(request.url ?? '/', 'http://kiln.invalid').pathname;
+      const match = ROUTE.exec(path);
+      if (match === null) {
+        return refuse(socket, requestId, new NotFoundError(`No WebSocket route for ${path}`));
+      }
+      this.authorize(request, match[1]!).then(
+        (upgrade) => this.accept(request, socket, head, upgrade),
+        (error: unknown) => {
+          const known = toKilnError(error, { method: 'GET', originalUrl: path });
+          if (!(error instanceof KilnError)) {
+            this.logger.error(
+              { err: error, trace_id: requestId, path },
+              'log stream upgrade failed',
+            );
+          }
+          refuse(socket, requestId, known);
+        },
+      );
+    });
+  }
+
+  private async authorize(request: IncomingMessage, rawBuildId: string): Promise<Upgrade> {
+    const origin = request.headers.origin;
+    if (origin !== undefined && !this.config.wsAllowedOrigins.includes(origin)) {
+      throw new ForbiddenError(`Origin ${origin} may not open log streams`);
+    }
+    const protocols = (request.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '');
+    const header = request.headers.authorization;
+    const token =
+      header !== undefined && header.startsWith('Bearer ')
+        ? header.slice('Bearer '.length).trim()
+        : protocols.find((p) => p.startsWith(BEARER_PROTOCOL))?.slice(BEARER_PROTOCOL.length);
+    if (token === undefined || token === '')
+      throw new UnauthorizedError('A bearer access token is required');
+    const verified = await this.authorizer.verifyToken(token);
+    const tenantId = parseTenantHeader(
+      request.headers['x-tenant-id'] ??
+        protocols.find((p) => p.startsWith(TENANT_PROTOCOL))?.slice(TENANT_PROTOCOL.length),
+    );
+    await this.authorizer.authorizeMember(verified.userId, tenantId, 'build:read');
+    if (!isUuid(rawBuildId))
+      throw new InvalidRequestError('id must be a UUID', { id: 'must be a UUID' });
+    const buildId = rawBuildId.toLowerCase();
+    await this.lifecycle.get(tenantId, buildId);
+    const offset = new URL(request.url ?? '/', 'http://kiln.invalid').searchParams.get('offset');
+    const fromSeq = offset === null ? 0 : Number(offset);
+    if (
+      !Number.isSafeInteger(fromSeq) ||
+      fromSeq < 0 ||
+      (offset !== null && !/^\d+$/.test(offset))
+    ) {
+      throw new InvalidRequestError('offset must be an integer >= 0', {
+        offset: 'must be an integer >= 0',
+      });
+    }
+    const open = this.perUser.get(verified.userId) ?? 0;
+    if (open >= this.config.wsMaxConnectionsPerUser) {
+      throw new RateLimitedError('Too many open log streams for this user', {
+        limit: this.config.wsMaxConnectionsPerUser,
+        remaining: 0,
+        resetAt: new Date(Date.now() + 1000),
+      });
+    }
+    return { buildId, fromSeq, userId: verified.userId, expiresAt: verified.expiresAt };
+  }
+
+  private accept(request: IncomingMessage, socket: Duplex, head: Buffer, upgrade: Upgrade): void {
+    this.perUser.set(upgrade.userId, (this.perUser.get(upgrade.userId) ?? 0) + 1);
+    this.wss.handleUpgrade(request, socket, head, (ws: WebSocket) => {
+      const session = new LogStreamSession(
+        ws,
+        upgrade.buildId,
+        upgrade.fromSeq,
+        {
+          logs: this.logs,
+          hub: this.hub,
+          findBuild: (id) => this.lifecycle.find(id),
+          logger: this.logger,
+        },
+        {
+          batchSize: 500,
+          highWaterMark: 1024 * 1024,
+          stallMs: this.config.wsStallMs,
+          heartbeatMs: this.config.wsHeartbeatMs,
+          pollMs: 5_000,
+          expiresAt: upgrade.expiresAt,
+        },
+      );
+      const running = session.run().finally(() => {
+        this.sessions.delete(running);
+        const left = (this.perUser.get(upgrade.userId) ?? 1) - 1;
+        if (left <= 0) this.perUser.delete(upgrade.userId);
+        else this.perUser.set(upgrade.userId, left);
+      });
+      this.sessions.add(running);
+    });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    for (const client of this.wss.clients)
+      client.close(1001, 'server shutting down; reconnect with ?offset');
+    await Promise.race([
+      Promise.allSettled([...this.sessions]),
+      new Promise((done) => setTimeout(done, 2_000)),
+    ]);
+    for (const client of this.wss.clients) client.terminate();
+    this.wss.close();
+  }
+}
+
+/** Answers an upgrade with a plain HTTP error in the spec's Error shape; no 101 is ever sent. */
+function refuse(socket: Duplex, requestId: string, error: KilnError): void {
+  const { status, apiCode } = httpStatusOf(error.code);
+  const body: ErrorBody = {
+    error: error.message,
+    code: apiCode,
+    timestamp: new Date().toISOString(),
+    trace_id: requestId,
+    ...(error.details === undefined ? {} : { details: error.details }),
+  };
+  const json = JSON.stringify(body);
+  const extra =
+    error instanceof RateLimitedError
+      ? `Retry-After: ${Math.max(1, Math.ceil((error.rateLimit.resetAt.getTime() - Date.now()) / 1000))}\r\n`
+      : '';
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
+      `X-Request-Id: ${requestId}\r\n${extra}Connection: close\r\n\r\n${json}`,
+  );
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};

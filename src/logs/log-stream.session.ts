@@ -1,0 +1,179 @@
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import type { BuildEntity } from '../lifecycle/build.entity.js';
+import { isTerminal } from '../lifecycle/build-state.js';
+import type { BuildLogsRepository } from './build-logs.repository.js';
+import { toStreamMessage } from './log-entry.js';
+import type { LogHub } from './log-hub.js';
+
+export interface SessionOptions {
+  readonly batchSize: number;
+  /** Bytes queued in the socket above which the session stops reading more lines. */
+  readonly highWaterMark: number;
+  /** How long the queue may stay above the high-water mark before the client is closed (1013). */
+  readonly stallMs: number;
+  readonly heartbeatMs: number;
+  /** Re-read even without a notification, in case one was lost. */
+  readonly pollMs: number;
+  /** When the caller's token expires: the socket is closed with 1008 then. */
+  readonly expiresAt: Date;
+}
+
+export interface SessionDeps {
+  readonly logs: BuildLogsRepository;
+  readonly hub: LogHub;
+  readonly findBuild: (id: string) => Promise<BuildEntity | undefined>;
+  readonly logger: Logger;
+}
+
+export const CLOSE_NORMAL = 1000;
+export const CLOSE_POLICY = 1008;
+export const CLOSE_TRY_AGAIN_LATER = 1013;
+
+/**
+ * Streams one build's log to one WebSocket: lines from `fromSeq` on, read from Postgres in seq
+ * order (so replay and live lines meet with no gap and no duplicate), woken by the LogHub when
+ * lines or a status change arrive. Ends with close 1000 and the final status once the build is
+ * terminal and every stored line was sent.
+ */
+export class LogStreamSession {
+  private next: number;
+  private closed = false;
+  private wake: (() => void) | undefined;
+  private alive = true;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly buildId: string,
+    fromSeq: number,
+    private readonly deps: SessionDeps,
+    private readonly options: SessionOptions,
+  ) {
+    this.next = fromSeq;
+  }
+
+  /** Runs until the socket closes; resolves then. */
+  async run(): Promise<void> {
+    this.ws.on('close', () => this.stop());
+    this.ws.on('error', () => this.stop());
+    this.ws.on('pong', () => {
+      this.alive = true;
+    });
+    this.ws.on('message', () => undefined); // clients have nothing to say; size is capped by the server
+    this.unsubscribe = this.deps.hub.subscribe(this.buildId, () => this.wake?.());
+    this.timers.push(
+      setInterval(() => this.heartbeat(), this.options.heartbeatMs),
+      setTimeout(
+        () => this.close(CLOSE_POLICY, 'access token expired'),
+        Math.max(0, this.options.expiresAt.getTime() - Date.now()),
+      ),
+    );
+    try {
+      await this.pump();
+    } catch (error) {
+      this.deps.logger.error({ err: error, build_id: this.buildId }, 'log stream failed');
+      this.close(1011, 'internal error; reconnect with ?offset');
+    } finally {
+      this.stop();
+    }
+  }
+
+  private async pump(): Promise<void> {
+    while (!this.closed) {
+      if (!(await this.waitForRoom())) return;
+      const lines = await this.deps.logs.linesFrom(this.buildId, this.next, this.options.batchSize);
+      for (const line of lines) {
+        if (this.closed) return;
+        this.ws.send(JSON.stringify(toStreamMessage(this.buildId, line)));
+        this.next = line.seq + 1;
+      }
+      if (lines.length === this.options.batchSize) continue;
+
+      const build = await this.deps.findBuild(this.buildId);
+      if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted');
+      if (isTerminal(build.status)) {
+        const counters = await this.deps.logs.counters(this.buildId);
+        if (counters === undefined || this.next >= counters.lines) {
+          await this.drained();
+          return this.close(CLOSE_NORMAL, build.status);
+        }
+        continue;
+      }
+      await this.sleep();
+    }
+  }
+
+  /** Waits while the socket's queue is over the high-water mark; false when the client stalled. */
+  private async waitForRoom(): Promise<boolean> {
+    const started = Date.now();
+    while (!this.closed && this.ws.bufferedAmount > this.options.highWaterMark) {
+      if (Date.now() - started > this.options.stallMs) {
+        this.close(CLOSE_TRY_AGAIN_LATER, 'client too slow; reconnect with ?offset');
+        return false;
+      }
+      await delay(25);
+    }
+    return !this.closed;
+  }
+
+  private async drained(): Promise<void> {
+    const started = Date.now();
+    while (
+      !this.closed &&
+      this.ws.bufferedAmount > 0 &&
+      Date.now() - started < this.options.stallMs
+    ) {
+      await delay(10);
+    }
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise((done) => {
+      const timer = setTimeout(finish, this.options.pollMs);
+      function finish() {
+        clearTimeout(timer);
+        done();
+      }
+      this.wake = () => {
+        this.wake = undefined;
+        finish();
+      };
+    });
+  }
+
+  private heartbeat(): void {
+    if (!this.alive) {
+      this.deps.logger.info(
+        { build_id: this.buildId },
+        'log stream client stopped answering pings',
+      );
+      this.ws.terminate();
+      this.stop();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.ws.close(code, reason);
+    this.stop();
+  }
+
+  private stop(): void {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.length = 0;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.wake?.();
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}

@@ -1,0 +1,35 @@
+import { Injectable } from '@nestjs/common';
+import type { TenantContext } from '../auth/tenant-context.js';
+import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
+import { BuildLogsRepository } from './build-logs.repository.js';
+import type { BuildLogsDto } from './dto/logs.dto.js';
+import { toLogEntry } from './log-entry.js';
+
+@Injectable()
+export class LogsService {
+  constructor(
+    private readonly lifecycle: BuildLifecycle,
+    private readonly logs: BuildLogsRepository,
+  ) {}
+
+  /** One page of a build's log; works while the build runs (returns what is stored so far). */
+  async page(
+    tenant: TenantContext,
+    buildId: string,
+    offset: number,
+    limit: number,
+  ): Promise<BuildLogsDto> {
+    await this.lifecycle.get(tenant.tenantId, buildId);
+    const [lines, counters] = await Promise.all([
+      this.logs.linesFrom(buildId, offset, limit),
+      this.logs.counters(buildId),
+    ]);
+    return {
+      build_id: buildId,
+      logs: lines.map(toLogEntry),
+      total_lines: counters?.lines ?? 0,
+      offset,
+      limit,
+    };
+  }
+}

@@ -1,0 +1,250 @@
+import { BuildRunner } from '../src/runners/build-runner.js';
+import { LogSink } from '../src/logs/log-sink.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { ApiClient } from './support/builds.js';
+import { createTestDatabase, type TestDatabase } from './support/database.js';
+import { FakeRunner } from './support/fake-runner.js';
+import { LogStreamClient, refusal } from './support/log-stream-client.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const ENV = {
+  KILN_WS_HEARTBEAT_SECONDS: '1',
+  KILN_WS_MAX_CONNECTIONS_PER_USER: '5',
+  KILN_WS_ALLOWED_ORIGINS: 'https://builds.example.com',
+};
+
+describe('live build logs over the WebSocket', () => {
+  let database: TestDatabase;
+  let kiln: TestApp;
+  let replica: TestApp;
+  let seeded: Seeded;
+  let token: string;
+  let admin: ApiClient;
+  let sink: LogSink;
+  let runner: FakeRunner;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    kiln = await startTestApp({ runner: FakeRunner, database, env: ENV });
+    replica = await startTestApp({ runner: FakeRunner, database, env: ENV });
+    seeded = await seedTenancy(kiln);
+    token = await tokenFor(kiln.baseUrl, seeded.users.admin.email);
+    admin = new ApiClient(kiln, token, seeded.tenantA);
+    sink = kiln.app.get(LogSink);
+    runner = kiln.app.get<BuildRunner, FakeRunner>(BuildRunner);
+  });
+
+  afterAll(async () => {
+    await replica.close();
+    await kiln.close();
+    await database.drop();
+  });
+
+  let branch = 0;
+  async function runningBuild(): Promise<string> {
+    const build = await admin.createBuild(seeded.projectA, `ws-${branch++}`);
+    await admin.request('POST', `/builds/${build.id}/start`);
+    return build.id as string;
+  }
+
+  function stream(
+    app: TestApp,
+    buildId: string,
+    query = '',
+    headers: Record<string, string> = {},
+    extra: object = {},
+  ) {
+    return new LogStreamClient(
+      `${app.baseUrl.replace('http', 'ws')}/api/v1/builds/${buildId}/logs/stream${query}`,
+      {
+        headers: { authorization: `Bearer ${token}`, 'x-tenant-id': seeded.tenantA, ...headers },
+        ...extra,
+      },
+    );
+  }
+
+  const lines = (from: number, count: number) =>
+    Array.from({ length: count }, (_, i) => ({ text: `line ${from + i}` }));
+
+  it('WS-01: replays from ?offset and continues live with no gap and no duplicate, then closes 1000 with the final status', async () => {
+    const id = await runningBuild();
+    await sink.append(id, lines(0, 10));
+
+    const client = stream(kiln, id, '?offset=3');
+    await client.opened;
+    await client.waitFor(7);
+    await sink.append(id, lines(10, 5));
+    await client.waitFor(12);
+    await runner.succeed(id);
+    const closed = await client.closed;
+
+    expect(client.messages.map((m) => m.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 3));
+    expect(client.messages[0]).toEqual({
+      build_id: id,
+      seq: 3,
+      timestamp: expect.any(String),
+      level: 'INFO',
+      message: 'line 3',
+      metadata: null,
+    });
+    expect(closed).toEqual({ code: 1000, reason: 'success' });
+  });
+
+  it('replays a finished build and closes', async () => {
+    const id = await runningBuild();
+    await sink.append(id, lines(0, 3));
+    await runner.fail(id);
+
+    const client = stream(kiln, id);
+
+    expect(await client.closed).toEqual({ code: 1000, reason: 'failed' });
+    expect(client.messages.map((m) => m.message)).toEqual(['line 0', 'line 1', 'line 2']);
+  });
+
+  it('delivers lines written through another replica (LISTEN/NOTIFY)', async () => {
+    const id = await runningBuild();
+    const client = stream(replica, id);
+    await client.opened;
+
+    await sink.append(id, lines(0, 3));
+    await client.waitFor(3);
+    await runner.succeed(id);
+
+    expect(await client.closed).toEqual({ code: 1000, reason: 'success' });
+    expect(client.messages.map((m) => m.message)).toEqual(['line 0', 'line 1', 'line 2']);
+  });
+
+  it('WS-02: twenty random disconnects resumed by offset give exactly the stored log', async () => {
+    const id = await runningBuild();
+    const total = 2000;
+    const writer = (async () => {
+      for (let i = 0; i < total; i += 50) {
+        await sink.append(id, lines(i, 50));
+        await new Promise((done) => setTimeout(done, 5));
+      }
+      await runner.succeed(id);
+    })();
+
+    const received: number[] = [];
+    for (let round = 0; round < 21; round++) {
+      const client = stream(kiln, id, `?offset=${received.length}`);
+      await client.opened;
+      if (round < 20) {
+        await new Promise((done) => setTimeout(done, 5 + Math.random() * 40));
+        client.terminate();
+        await client.closed;
+      } else {
+        expect((await client.closed).code).toBe(1000);
+      }
+      // Keep only what arrived in order from the offset asked for.
+      for (const message of client.messages)
+        if (message.seq === received.length) received.push(message.seq);
+    }
+    await writer;
+
+    expect(received).toEqual(Array.from({ length: total }, (_, i) => i));
+  });
+
+  it.each([
+    ['no credentials', { authorization: '' }, '', 401, 'UNAUTHORIZED'],
+    ['a bad token', { authorization: 'Bearer x.y.z' }, '', 401, 'UNAUTHORIZED'],
+    ['a missing tenant', { 'x-tenant-id': '' }, '', 400, 'INVALID_REQUEST'],
+    ['another tenant', { 'x-tenant-id': 'TENANT_B' }, '', 403, 'FORBIDDEN'],
+    ['a bad offset', {}, '?offset=-2', 400, 'INVALID_REQUEST'],
+    [
+      'an Origin not on the allowlist',
+      { origin: 'https://builds.example.com.evil.io' },
+      '',
+      403,
+      'FORBIDDEN',
+    ],
+  ])(
+    'WSS-01: refuses %s before the upgrade with the Error body',
+    async (_name, headers, query, status, code) => {
+      const id = await runningBuild();
+      const resolved = Object.fromEntries(
+        Object.entries(headers).map(([k, v]) => [k, v === 'TENANT_B' ? seeded.tenantB : v]),
+      );
+
+      const result = await refusal(stream(kiln, id, query, resolved));
+
+      expect(result).toEqual({
+        status,
+        body: expect.objectContaining({ code, trace_id: expect.any(String) }),
+      });
+    },
+  );
+
+  it('answers 404 for another tenant’s build, a missing build and a path without /stream', async () => {
+    const other = new ApiClient(
+      replica,
+      await tokenFor(kiln.baseUrl, seeded.users.adminB.email),
+      seeded.tenantB,
+    );
+    const theirs = await other.createBuild(seeded.projectB, 'ws-theirs');
+
+    expect((await refusal(stream(kiln, theirs.id))).status).toBe(404);
+    expect((await refusal(stream(kiln, '6f1c6a52-7a7d-4d0b-9d55-5b0c2f6f0a11'))).status).toBe(404);
+    const noSuffix = new LogStreamClient(
+      `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${theirs.id}/logs`,
+      {
+        headers: { authorization: `Bearer ${token}`, 'x-tenant-id': seeded.tenantA },
+      },
+    );
+    expect((await refusal(noSuffix)).status).toBe(404);
+  });
+
+  it('WSS-04: takes the token and tenant as subprotocol entries and echoes only kiln.logs.v1', async () => {
+    const id = await runningBuild();
+    const client = new LogStreamClient(
+      `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
+      {
+        protocols: ['kiln.logs.v1', `bearer.${token}`, `tenant.${seeded.tenantA}`],
+        headers: { origin: 'https://builds.example.com' },
+      },
+    );
+
+    await client.opened;
+
+    expect(client.protocol).toBe('kiln.logs.v1');
+    client.close();
+  });
+
+  it('WS-04: terminates a client that stops answering pings within two heartbeats', async () => {
+    const id = await runningBuild();
+    const client = stream(kiln, id, '', {}, { autoPong: false });
+    await client.opened;
+    const started = Date.now();
+
+    const closed = await client.closed;
+
+    expect(closed.code).toBe(1006);
+    expect(Date.now() - started).toBeLessThan(2_000 + 1_000);
+  });
+
+  it('WS-06: closes a client that sends a message over 64 KiB with 1009', async () => {
+    const id = await runningBuild();
+    const client = stream(kiln, id);
+    await client.opened;
+
+    client.send(Buffer.alloc(65 * 1024));
+
+    expect((await client.closed).code).toBe(1009);
+  });
+
+  it('limits the open streams per user (429 before the upgrade)', async () => {
+    const id = await runningBuild();
+    // Its own user, so streams other tests are still closing do not count.
+    const viewer = {
+      authorization: `Bearer ${await tokenFor(kiln.baseUrl, seeded.users.viewer.email)}`,
+    };
+    const open = Array.from({ length: 5 }, () => stream(kiln, id, '', viewer));
+    await Promise.all(open.map((c) => c.opened));
+
+    const refused = await refusal(stream(kiln, id, '', viewer));
+
+    expect(refused.status).toBe(429);
+    for (const client of open) client.close();
+    await Promise.all(open.map((c) => c.closed));
+  });
+});
