@@ -1,6 +1,6 @@
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { LogSink } from '../src/logs/log-sink.js';
-import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { craftToken, type Seeded, seedTenancy, tokenFor, validClaims } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { FakeRunner } from './support/fake-runner.js';
@@ -8,9 +8,10 @@ import { LogStreamClient, refusal } from './support/log-stream-client.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const ENV = {
-  KILN_WS_HEARTBEAT_SECONDS: '1',
+  KILN_WS_HEARTBEAT_SECONDS: '2',
   KILN_WS_MAX_CONNECTIONS_PER_USER: '5',
   KILN_WS_ALLOWED_ORIGINS: 'https://builds.example.com',
+  KILN_WS_STALL_SECONDS: '1',
 };
 
 describe('live build logs over the WebSocket', () => {
@@ -219,7 +220,7 @@ describe('live build logs over the WebSocket', () => {
     const closed = await client.closed;
 
     expect(closed.code).toBe(1006);
-    expect(Date.now() - started).toBeLessThan(2_000 + 1_000);
+    expect(Date.now() - started).toBeLessThan(2 * 2_000 + 1_000);
   });
 
   it('WS-06: closes a client that sends a message over 64 KiB with 1009', async () => {
@@ -230,6 +231,46 @@ describe('live build logs over the WebSocket', () => {
     client.send(Buffer.alloc(65 * 1024));
 
     expect((await client.closed).code).toBe(1009);
+  });
+
+  it('WS-05: closes a client that stops reading with 1013, without delaying a client that reads', async () => {
+    const id = await runningBuild();
+    const slow = stream(kiln, id);
+    const fast = stream(kiln, id);
+    await Promise.all([slow.opened, fast.opened]);
+    slow.pauseReading();
+    const line = 'z'.repeat(60 * 1024);
+
+    for (let i = 0; i < 400; i += 50)
+      await sink.append(
+        id,
+        Array.from({ length: 50 }, () => ({ text: line })),
+      );
+    await fast.waitFor(400, 20_000);
+    await new Promise((done) => setTimeout(done, 2_200)); // stall limit (1 s) + grace (1 s)
+    slow.resumeReading();
+
+    // The server dropped it: 1013 if the close frame got through, else an abnormal close.
+    expect([1013, 1006]).toContain((await slow.closed).code);
+    expect(slow.messages.length).toBeLessThan(400);
+    expect(
+      kiln.logs.find(
+        (l) => l['msg'] === 'log stream client too slow; closing it' && l['build_id'] === id,
+      ),
+    ).toBeDefined();
+    expect(fast.messages.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i));
+    fast.close();
+  });
+
+  it('AUTHN-07: closes the stream with 1008 when the caller’s token expires', async () => {
+    const id = await runningBuild();
+    const now = Math.floor(Date.now() / 1000);
+    // Expired 58 s ago: accepted for 2 s more under the 60 s clock tolerance.
+    const expiring = craftToken(validClaims(seeded.users.admin.id, { exp: now - 58 }));
+    const client = stream(kiln, id, '', { authorization: `Bearer ${expiring}` });
+    await client.opened;
+
+    expect(await client.closed).toEqual({ code: 1008, reason: 'access token expired' });
   });
 
   it('limits the open streams per user (429 before the upgrade)', async () => {

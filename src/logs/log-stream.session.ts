@@ -29,6 +29,7 @@ export interface SessionDeps {
 export const CLOSE_NORMAL = 1000;
 export const CLOSE_POLICY = 1008;
 export const CLOSE_TRY_AGAIN_LATER = 1013;
+const STALLED_CLOSE_GRACE_MS = 1_000;
 
 /**
  * Streams one build's log to one WebSocket: lines from `fromSeq` on, read from Postgres in seq
@@ -110,7 +111,14 @@ export class LogStreamSession {
     const started = Date.now();
     while (!this.closed && this.ws.bufferedAmount > this.options.highWaterMark) {
       if (Date.now() - started > this.options.stallMs) {
+        // The close frame waits behind the unread data; a client that still does not read is
+        // dropped a moment later, so its buffer is freed either way.
+        this.deps.logger.info(
+          { build_id: this.buildId, buffered: this.ws.bufferedAmount, next_seq: this.next },
+          'log stream client too slow; closing it',
+        );
         this.close(CLOSE_TRY_AGAIN_LATER, 'client too slow; reconnect with ?offset');
+        setTimeout(() => this.ws.terminate(), STALLED_CLOSE_GRACE_MS).unref();
         return false;
       }
       await delay(25);

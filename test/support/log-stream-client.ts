@@ -65,6 +65,19 @@ export class LogStreamClient {
     this.ws.terminate();
   }
 
+  /** Stops reading from the TCP socket, as a client stuck on a slow link would. */
+  pauseReading(): void {
+    this.socket.pause();
+  }
+
+  resumeReading(): void {
+    this.socket.resume();
+  }
+
+  private get socket(): { pause(): void; resume(): void } {
+    return (this.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+  }
+
   /** Resolves once `count` messages have arrived. */
   async waitFor(count: number, timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
