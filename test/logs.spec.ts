@@ -1,4 +1,6 @@
 import { BuildRunner } from '../src/runners/build-runner.js';
+import fc from 'fast-check';
+import { LineSplitter } from '../src/logs/line-splitter.js';
 import { LogSink } from '../src/logs/log-sink.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
@@ -164,6 +166,39 @@ describe('build logs over HTTP and the LogSink', () => {
     expect(joined).not.toContain(secret);
     expect(joined.endsWith('*** end')).toBe(true);
     expect(joined.length).toBe(70_000 + '*** end'.length);
+  });
+
+  it('SEC-02 (property): a secret cut at any byte offset by the line splitter is never stored', async () => {
+    const id = await runningBuild();
+    const sample = fc.sample(
+      fc
+        .string({ unit: 'grapheme-ascii', minLength: 8, maxLength: 24 })
+        .filter((x) => x.trim() === x && !/\s/.test(x)),
+      1,
+    )[0]!;
+    const secret = `${sample}Z9`;
+    sink.registerSecrets(id, [secret]);
+    const text = `prefix ${secret} middle ${Buffer.from(secret).toString('base64')} end`;
+
+    // Cut the same output into 16-byte pieces starting at every offset, as a byte stream would be.
+    for (let offset = 1; offset < text.length; offset++) {
+      const splitter = new LineSplitter({ maxLineBytes: 16 });
+      const pieces = [
+        ...splitter.push(text.slice(0, offset)),
+        ...splitter.push(`${text.slice(offset)}\n`),
+        ...splitter.end(),
+      ];
+      await sink.append(id, pieces);
+    }
+
+    const rows = await kiln.dataSource.query(
+      'SELECT message, metadata FROM build_log_lines WHERE build_id = $1 ORDER BY seq',
+      [id],
+    );
+    const stored = rows.map((r: { message: string }) => r.message).join('\n');
+    expect(stored).not.toContain(secret);
+    expect(stored).not.toContain(Buffer.from(secret).toString('base64'));
+    expect(rows.length).toBeGreaterThan(0);
   });
 
   it('reads levels and steps from builder output and reports the steps as progress', async () => {
