@@ -195,7 +195,12 @@ describe('build logs over HTTP and the LogSink', () => {
       'SELECT message, metadata FROM build_log_lines WHERE build_id = $1 ORDER BY seq',
       [id],
     );
-    const stored = rows.map((r: { message: string }) => r.message).join('\n');
+    // Rejoin cut pieces (metadata.continued) into the lines a reader sees.
+    const stored = rows
+      .map((r: { message: string; metadata: Record<string, string> | null }) =>
+        r.metadata?.continued === 'true' ? r.message : `${r.message}\n`,
+      )
+      .join('');
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(Buffer.from(secret).toString('base64'));
     expect(rows.length).toBeGreaterThan(0);
