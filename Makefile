@@ -14,15 +14,19 @@ help: ## Show this help.
 	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: build ## Install what is missing, migrate, and start kiln (API + local runner) on an embedded PostgreSQL.
+run: system-deps build ## Install what is missing, migrate, and start kiln (API + local runner) on an embedded PostgreSQL.
 	node dist/main.js
 
 .PHONY: test
-test: deps lint build ## Install what is missing, lint, and run every test suite.
+test: system-deps deps lint build ## Install what is missing, lint, and run every test suite.
 	$(NPM) test --silent -- --ci --json --outputFile=.jest-results.json
 	@node test/support/print-summary.cjs .jest-results.json
 
 ##@ Development
+
+.PHONY: system-deps
+system-deps: ## Install buildah, docker-registry, busybox-static and git when missing (apt-get as root).
+	@bash scripts/system-deps.sh
 
 .PHONY: deps
 deps: $(DEPS_STAMP) ## Install npm dependencies when package-lock.json changed or node_modules is missing.
@@ -45,6 +49,10 @@ format: deps ## Rewrite files with Prettier and apply ESLint fixes.
 .PHONY: build
 build: deps ## Compile src/ to dist/.
 	npx nest build
+
+.PHONY: bench
+bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
+	node bench/logs.bench.mjs
 
 .PHONY: migrate
 migrate: build ## Apply pending database migrations (DATABASE_URL, or the embedded PostgreSQL).

@@ -65,5 +65,24 @@ export default tseslint.config(
       'no-restricted-imports': 'off',
     },
   },
+  {
+    // Benchmarks are plain Node ESM run against dist/; they are not in the TypeScript project.
+    files: ['bench/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        fetch: 'readonly',
+      },
+    },
+  },
   prettier,
 );

@@ -51,6 +51,16 @@ export class KilnConfig {
   readonly wsHeartbeatMs!: number;
   /** How long a client may leave the send buffer over its high-water mark before it is closed. */
   readonly wsStallMs!: number;
+  /** Local runner: builds running at once; more wait for a slot. */
+  readonly localMaxParallel!: number;
+  /** Local runner: `host[:port][/prefix]` that bare tags are pushed under; unset: images stay local. */
+  readonly localRegistry!: string | undefined;
+  /** Local runner: registries pushed to over plain HTTP / without TLS verification. */
+  readonly localInsecureRegistries!: readonly string[];
+  /** Local runner: containers auth file (auth.json) with registry credentials. */
+  readonly localAuthFile!: string | undefined;
+  /** Grace between SIGTERM and SIGKILL when a build is cancelled. */
+  readonly cancelGraceMs!: number;
   readonly logLevel!: LogLevel;
   readonly maxBodyBytes!: number;
   /** Reverse proxies in front of kiln whose X-Forwarded-For is trusted for the client address. */
@@ -176,6 +186,20 @@ export function loadConfig(
       );
     }
   }
+  const localMaxParallel = integer('KILN_LOCAL_MAX_PARALLEL', 2, 1, 64);
+  const localRegistry = value('KILN_LOCAL_REGISTRY');
+  if (
+    localRegistry !== undefined &&
+    !/^[A-Za-z0-9.-]+(:\d+)?(\/[a-z0-9._/-]+)?$/.test(localRegistry)
+  ) {
+    bad('KILN_LOCAL_REGISTRY', 'host[:port][/path], e.g. 127.0.0.1:5000/kiln', localRegistry);
+  }
+  const localInsecureRegistries = (value('KILN_LOCAL_INSECURE_REGISTRIES') ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  const localAuthFile = value('KILN_LOCAL_AUTHFILE');
+  const cancelGraceMs = integer('KILN_CANCEL_GRACE_SECONDS', 10, 0, 600) * 1000;
   const loginWindowSeconds = integer('KILN_LOGIN_WINDOW_SECONDS', 900, 1, 86_400);
 
   let bootstrapAdmin: { email: string; password: string } | undefined;
@@ -220,6 +244,11 @@ export function loadConfig(
     wsMaxConnectionsPerUser,
     wsHeartbeatMs,
     wsStallMs,
+    localMaxParallel,
+    localRegistry,
+    localInsecureRegistries,
+    localAuthFile,
+    cancelGraceMs,
     logLevel,
     maxBodyBytes,
     trustProxyHops,

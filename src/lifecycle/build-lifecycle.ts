@@ -170,6 +170,11 @@ export class BuildLifecycle {
     return this.builds.setProgress(id, Math.max(0, current), Math.max(0, total));
   }
 
+  /** Builds a runner of this kind left running, e.g. when the process that ran them died. */
+  runningWithRunner(prefix: string): Promise<string[]> {
+    return this.builds.runningWithRunner(prefix);
+  }
+
   setRunnerRef(id: string, runnerRef: string): Promise<void> {
     return this.builds.setRunnerRef(id, runnerRef);
   }

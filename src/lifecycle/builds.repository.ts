@@ -219,6 +219,15 @@ export class BuildsRepository {
     return affected > 0;
   }
 
+  /** Running builds whose runner reference starts with `prefix` (or that have none). */
+  async runningWithRunner(prefix: string): Promise<string[]> {
+    const rows = await this.dataSource.query<Array<{ id: string }>>(
+      `SELECT id FROM builds WHERE status = 'in_progress' AND (runner_ref IS NULL OR starts_with(runner_ref, $1))`,
+      [prefix],
+    );
+    return rows.map((row) => row.id);
+  }
+
   async setRunnerRef(id: string, runnerRef: string): Promise<void> {
     await this.builds.update({ id }, { runnerRef });
   }

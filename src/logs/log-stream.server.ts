@@ -49,7 +49,7 @@ interface Upgrade {
  * and the spec's status (400, 401, 403, 404; 429 past the per-user connection limit).
  * Credentials: `Authorization: Bearer` and `X-Tenant-ID` headers, or, for browsers, subprotocol
  * entries `bearer.<token>` and `tenant.<uuid>` beside `kiln.logs.v1` (only that one is echoed).
- * See docs/adr/0007-log-stream-websocket.md.
+ * See docs/adr/0007-log-store-and-stream.md.
  */
 @Injectable()
 export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShutdown {

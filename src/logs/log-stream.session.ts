@@ -41,6 +41,8 @@ export class LogStreamSession {
   private next: number;
   private closed = false;
   private wake: (() => void) | undefined;
+  /** News arrived while the session was reading: the next sleep returns at once. */
+  private news = false;
   private alive = true;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe: (() => void) | undefined;
@@ -63,7 +65,10 @@ export class LogStreamSession {
       this.alive = true;
     });
     this.ws.on('message', () => undefined); // clients have nothing to say; size is capped by the server
-    this.unsubscribe = this.deps.hub.subscribe(this.buildId, () => this.wake?.());
+    this.unsubscribe = this.deps.hub.subscribe(this.buildId, () => {
+      this.news = true;
+      this.wake?.();
+    });
     this.timers.push(
       setInterval(() => this.heartbeat(), this.options.heartbeatMs),
       setTimeout(
@@ -84,6 +89,7 @@ export class LogStreamSession {
   private async pump(): Promise<void> {
     while (!this.closed) {
       if (!(await this.waitForRoom())) return;
+      this.news = false;
       const lines = await this.deps.logs.linesFrom(this.buildId, this.next, this.options.batchSize);
       for (const line of lines) {
         if (this.closed) return;
@@ -138,6 +144,7 @@ export class LogStreamSession {
   }
 
   private sleep(): Promise<void> {
+    if (this.news) return Promise.resolve();
     return new Promise((done) => {
       const timer = setTimeout(finish, this.options.pollMs);
       function finish() {

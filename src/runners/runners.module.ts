@@ -1,19 +1,38 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { KilnConfig } from '../config/config.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
+import { LogsModule } from '../logs/logs.module.js';
+import { ProjectsModule } from '../projects/projects.module.js';
 import { BuildRunner } from './build-runner.js';
+import { LocalRunner } from './local/local.runner.js';
 import { UnavailableRunner } from './unavailable.runner.js';
 
 /**
- * Binds the BuildRunner port. The local and Kubernetes runners arrive with their own issues;
- * until then KILN_RUNNER selects UnavailableRunner. Tests pass their own runner class.
+ * Binds the BuildRunner port: KILN_RUNNER=local → LocalRunner; kubernetes → UnavailableRunner
+ * until the Kubernetes runner lands. Tests pass their own runner class.
  */
 @Module({})
 export class RunnersModule {
-  static forRoot(runner: Type<BuildRunner> = UnavailableRunner): DynamicModule {
+  static forRoot(runner?: Type<BuildRunner>): DynamicModule {
     return {
       module: RunnersModule,
-      imports: [LifecycleModule],
-      providers: [{ provide: BuildRunner, useClass: runner }],
+      imports: [LifecycleModule, LogsModule, ProjectsModule],
+      providers:
+        runner === undefined
+          ? [
+              LocalRunner,
+              UnavailableRunner,
+              {
+                provide: BuildRunner,
+                inject: [KilnConfig, LocalRunner, UnavailableRunner],
+                useFactory: (
+                  config: KilnConfig,
+                  local: LocalRunner,
+                  unavailable: UnavailableRunner,
+                ) => (config.runner === 'local' ? local : unavailable),
+              },
+            ]
+          : [{ provide: BuildRunner, useClass: runner }],
       exports: [BuildRunner],
     };
   }

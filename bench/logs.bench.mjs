@@ -1,0 +1,335 @@
+// make bench → build logs: ingest through LogSink, paged reads over HTTP, live WebSocket latency,
+// each beside a baseline measured in the same run. Goals are reported, never asserted: a missed
+// goal prints MISSED and the exit status stays 0.
+import { fork } from 'node:child_process';
+import { cpus } from 'node:os';
+import pg from 'pg';
+import { BuildLifecycle } from '../dist/lifecycle/build-lifecycle.js';
+import { LogSink } from '../dist/logs/log-sink.js';
+import { startKiln } from './support/kiln.mjs';
+import { averageBytes, makeLines, makeSecrets } from './support/log-lines.mjs';
+import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support/stats.mjs';
+
+const INGEST = { batchLines: 500, roundLines: 100_000, rounds: 3, warmupBatches: 20 };
+const PAGE = { lines: 1_000_000, limit: 1000, samples: 300, warmup: 30 };
+const LIVE = { subscribers: 100, batchLines: 100, intervalMs: 10, seconds: 5, maxBatches: 500 };
+
+/** The statement BuildLogsRepository.append uses, without the row lock, counters and NOTIFY. */
+const RAW_INSERT = `INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
+  SELECT $1, $2::int + (t.ord - 1)::int, t.ts, t.level, t.message, t.metadata
+    FROM unnest($3::timestamptz[], $4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY
+         AS t(ts, level, message, metadata, ord)`;
+/** The statement BuildLogsRepository.linesFrom uses. */
+const RAW_PAGE = `SELECT seq, ts, level, message, metadata FROM build_log_lines
+  WHERE build_id = $1 AND seq >= $2 ORDER BY seq LIMIT ${PAGE.limit}`;
+
+async function ingest(kiln, raw) {
+  const started = nowMs();
+  const sink = kiln.app.get(LogSink);
+  const secrets = makeSecrets();
+  const total = INGEST.rounds * INGEST.roundLines;
+  const texts = makeLines(total, { seed: 7, secrets });
+  const batches = [];
+  for (let i = 0; i < texts.length; i += INGEST.batchLines) {
+    const slice = texts.slice(i, i + INGEST.batchLines);
+    batches.push({ texts: slice, inputs: slice.map((text) => ({ text })) });
+  }
+
+  const plainBuild = await kiln.runningBuild();
+  const maskedBuild = await kiln.runningBuild();
+  const rawBuild = await kiln.runningBuild();
+  const refused = sink.registerSecrets(maskedBuild, secrets).filter((r) => !r.accepted);
+  if (refused.length > 0) throw new Error(`secrets refused: ${JSON.stringify(refused)}`);
+  let rawSeq = 0;
+  const variants = {
+    raw: async ({ texts: lines }) => {
+      const ts = new Date().toISOString();
+      await raw.query(RAW_INSERT, [
+        rawBuild,
+        rawSeq,
+        lines.map(() => ts),
+        lines.map(() => 'INFO'),
+        lines,
+        lines.map(() => null),
+      ]);
+      rawSeq += lines.length;
+    },
+    plain: ({ inputs }) => sink.append(plainBuild, inputs),
+    masked: ({ inputs }) => sink.append(maskedBuild, inputs),
+  };
+
+  const elapsed = { raw: 0, plain: 0, masked: 0 };
+  for (const run of Object.values(variants)) {
+    for (const batch of batches.slice(0, INGEST.warmupBatches)) await run(batch);
+  }
+  // Rounds interleave the three, so drift in machine load touches each alike.
+  const perRound = INGEST.roundLines / INGEST.batchLines;
+  for (let round = 0; round < INGEST.rounds; round++) {
+    const slice = batches.slice(round * perRound, (round + 1) * perRound);
+    for (const [name, run] of Object.entries(variants)) {
+      const begin = nowMs();
+      for (const batch of slice) await run(batch);
+      elapsed[name] += nowMs() - begin;
+    }
+  }
+
+  const stored = await raw.query(
+    'SELECT id, log_lines FROM builds WHERE id = ANY($1::uuid[]) ORDER BY id',
+    [[plainBuild, maskedBuild]],
+  );
+  const expected = total + INGEST.warmupBatches * INGEST.batchLines;
+  for (const row of stored.rows) {
+    if (row.log_lines !== expected)
+      throw new Error(`build ${row.id} stored ${row.log_lines} of ${expected} lines`);
+  }
+  const masked = await raw.query(
+    `SELECT count(*)::int AS n FROM build_log_lines WHERE build_id = $1 AND message LIKE '%***%'`,
+    [maskedBuild],
+  );
+
+  const rate = (name) => total / (elapsed[name] / 1000);
+  const goal = 0.5;
+  for (const [name, label] of [
+    ['plain', 'ingest'],
+    ['masked', 'ingest, 5 secrets'],
+  ]) {
+    const r = rate(name) / rate('raw');
+    console.log(
+      `${label}: kiln ${int(rate(name))} lines/s | raw unnest INSERT ${int(rate('raw'))} lines/s | ` +
+        `ratio ${ratio(r)} (goal >= ${goal}: ${verdict(r >= goal)})`,
+    );
+  }
+  console.log(
+    `  ${int(total)} lines per figure in batches of ${INGEST.batchLines}, ` +
+      `${Math.round(averageBytes(texts))} B average; kiln = LogSink.append ` +
+      `(${int(masked.rows[0].n)} lines masked with secrets registered); ` +
+      `raw = the repository's INSERT … unnest on one pg connection, no masking, level detection, ` +
+      `row lock, counters or NOTIFY (pg-copy-streams is not installed, so no COPY); ` +
+      `${Math.round((nowMs() - started) / 1000)} s`,
+  );
+}
+
+async function page(kiln, raw, clients) {
+  const started = nowMs();
+  const id = await kiln.runningBuild();
+  await raw.query(
+    `INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
+     SELECT $1, g, now() + g * interval '1 millisecond',
+            CASE WHEN g % 97 = 0 THEN 'WARN' ELSE 'INFO' END,
+            '#' || (5 + g % 9) || ' ' || to_char(g / 400.0, 'FM99990.000') ||
+              ' npm http fetch GET 200 https://registry.npmjs.org/package-' || g ||
+              ' ' || (g % 997) || 'ms (cache miss)',
+            CASE WHEN g % 10 = 0 THEN jsonb_build_object('vertex', (5 + g % 9)::text) END
+       FROM generate_series(0, $2::int - 1) AS g`,
+    [id, PAGE.lines],
+  );
+  await raw.query(
+    `UPDATE builds SET log_lines = $2,
+            log_bytes = (SELECT sum(octet_length(message)) FROM build_log_lines WHERE build_id = $1)
+      WHERE id = $1`,
+    [id, PAGE.lines],
+  );
+  await raw.query('VACUUM ANALYZE build_log_lines');
+  await raw.query('CHECKPOINT');
+
+  const { kiln: k, raw: s } = await clients.call('pages', {
+    baseUrl: kiln.baseUrl,
+    headers: kiln.headers,
+    databaseUrl: kiln.databaseUrl,
+    buildId: id,
+    lines: PAGE.lines,
+    limit: PAGE.limit,
+    sql: RAW_PAGE,
+    samples: PAGE.samples,
+    warmup: PAGE.warmup,
+  });
+  const limit = 2 * s.p99 + 5;
+  console.log(
+    `page: kiln p50 ${ms(k.p50)} p99 ${ms(k.p99)} | raw SQL p50 ${ms(s.p50)} p99 ${ms(s.p99)} | ` +
+      `ratio p99 ${ratio(k.p99 / s.p99)} (goal p99 <= 2x raw + 5 ms = ${ms(limit)}: ${verdict(k.p99 <= limit)})`,
+  );
+  console.log(
+    `  ${PAGE.samples} samples each at random offsets of a ${int(PAGE.lines)}-line build, ` +
+      `limit ${PAGE.limit}, from the client process; kiln = GET …/logs over HTTP (token, ` +
+      `X-Tenant-ID) to the last byte; raw = the repository's SELECT on one pg connection; ${Math.round((nowMs() - started) / 1000)} s`,
+  );
+}
+
+async function live(kiln, clients) {
+  const started = nowMs();
+  const { batchLines, intervalMs } = LIVE;
+  const capacity = LIVE.maxBatches * batchLines;
+
+  // The raw floor: NOTIFY one payload per line, straight to a LISTENing pg client.
+  const channel = 'kiln_bench_live';
+  await clients.call('listen', { url: kiln.databaseUrl, channel, capacity });
+  const notifier = new pg.Client({ connectionString: kiln.databaseUrl });
+  await notifier.connect();
+  let rawProduced;
+  try {
+    rawProduced = await produce((t) =>
+      notifier.query(
+        `SELECT pg_notify($1, $2 || ' n=' || g) FROM generate_series(1, $3::int) AS g`,
+        [channel, `t=${t}`, batchLines],
+      ),
+    );
+  } finally {
+    await notifier.end();
+  }
+  const r = await clients.call('awaitListen', {
+    expected: rawProduced.lines,
+    timeoutMs: 15_000,
+  });
+
+  const sink = kiln.app.get(LogSink);
+  const id = await kiln.runningBuild();
+  await clients.call('openStreams', {
+    url: `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
+    headers: kiln.headers,
+    clients: LIVE.subscribers,
+    capacityPerClient: capacity,
+  });
+  await delay(200); // every session has read its (empty) log and sleeps on the hub
+  const filler = ' npm http fetch GET 200 https://registry.npmjs.org/@types/node 38ms (cache miss)';
+  const cpuBefore = { kiln: cpuMs(), clients: await clients.call('cpu') };
+  const produced = await produce((t, batch) =>
+    sink.append(
+      id,
+      Array.from({ length: batchLines }, (_, i) => ({
+        text: `t=${t} line ${batch * batchLines + i}${filler}`,
+      })),
+    ),
+  );
+  const k = await clients.call('awaitStreams', {
+    expectedPerClient: produced.lines,
+    timeoutMs: 30_000,
+  });
+  const window = produced.seconds * 1000;
+  const busy = (used) => `${Math.round((100 * used) / window)}%`;
+  const cpu = {
+    kiln: busy(cpuMs() - cpuBefore.kiln),
+    clients: busy((await clients.call('cpu')) - cpuBefore.clients),
+  };
+  await kiln.app.get(BuildLifecycle).succeed(id);
+  const { codes } = await clients.call('closeStreams', { timeoutMs: 10_000 });
+
+  const goal = 50;
+  console.log(
+    `live: kiln p50 ${ms(k.p50)} p99 ${ms(k.p99)} | raw NOTIFY→LISTEN p50 ${ms(r.p50)} p99 ${ms(r.p99)} | ` +
+      `ratio p99 ${ratio(k.p99 / r.p99)} (goal p99 <= ${goal} ms: ${verdict(k.p99 <= goal)})`,
+  );
+  const perSecond = (p) => int(p.lines / p.seconds);
+  const expected = produced.lines * LIVE.subscribers;
+  console.log(
+    `  ${LIVE.subscribers} ws subscribers (another process) on one build; the producer sends ` +
+      `${batchLines} lines every ${intervalMs} ms (10,000/s offered) for ${LIVE.seconds} s, ` +
+      `awaiting each call; latency = call start → message received`,
+  );
+  console.log(
+    `  kiln: LogSink.append stored ${int(produced.lines)} lines (${perSecond(produced)}/s), ` +
+      `append call p50 ${ms(produced.call.p50)} p99 ${ms(produced.call.p99)}; received ` +
+      `${int(k.received)} of ${int(expected)} messages${k.complete ? '' : ' (INCOMPLETE after 30 s)'}, ` +
+      `${int(k.overOneSecond)} over 1 s, max ${ms(k.max)}; closes ${JSON.stringify(codes)}`,
+  );
+  console.log(
+    `  raw: pg_notify of ${int(rawProduced.lines)} lines (${perSecond(rawProduced)}/s), ` +
+      `${int(r.received)} received; CPU while kiln produced: kiln+bench process ${cpu.kiln}, ` +
+      `client process ${cpu.clients} of one core; ${Math.round((nowMs() - started) / 1000)} s`,
+  );
+}
+
+/**
+ * Calls `send(t, batch)` on a schedule of one batch every intervalMs, awaiting each call, for
+ * LIVE.seconds; t is hrtime ns at the call. A slow `send` lowers the rate, which is reported.
+ */
+async function produce(send) {
+  const begin = nowMs();
+  const end = begin + LIVE.seconds * 1000;
+  const calls = [];
+  let batch = 0;
+  for (; batch < LIVE.maxBatches && nowMs() < end; batch++) {
+    const wait = begin + batch * LIVE.intervalMs - nowMs();
+    if (wait >= 1) await delay(wait);
+    const t = process.hrtime.bigint();
+    await send(t, batch);
+    calls.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return {
+    seconds: (nowMs() - begin) / 1000,
+    lines: batch * LIVE.batchLines,
+    call: latencySummary(calls),
+  };
+}
+
+function cpuMs() {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/** The client process, called like a function: call(command, args) → its result. */
+function startClients() {
+  const child = fork(new URL('./support/clients.mjs', import.meta.url), {
+    stdio: 'inherit',
+  });
+  const pending = new Map();
+  let next = 0;
+  child.on('message', ({ id, result, error }) => {
+    const call = pending.get(id);
+    pending.delete(id);
+    if (error === undefined) call?.done(result);
+    else call?.fail(new Error(error));
+  });
+  child.on('exit', (code, signal) => {
+    for (const call of pending.values())
+      call.fail(new Error(`the client process exited (${code ?? signal})`));
+    pending.clear();
+  });
+  return {
+    call(command, args) {
+      return new Promise((done, fail) => {
+        const id = next++;
+        pending.set(id, { done, fail });
+        child.send({ id, command, args });
+      });
+    },
+    close() {
+      if (child.exitCode === null && child.signalCode === null) child.kill();
+    },
+  };
+}
+
+async function main() {
+  const kiln = await startKiln({ KILN_WS_MAX_CONNECTIONS_PER_USER: String(LIVE.subscribers + 10) });
+  const raw = new pg.Client({ connectionString: kiln.databaseUrl });
+  const clients = startClients();
+  let cleaned;
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      clients.close();
+      await raw.end().catch(() => undefined);
+      await kiln.close();
+    })());
+  process.once('SIGINT', () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+  try {
+    await raw.connect();
+    const version = (await raw.query('SHOW server_version')).rows[0].server_version;
+    console.log(
+      `bench/logs: kiln from dist/, embedded PostgreSQL ${version} on /dev/shm (fsync off), ` +
+        `node ${process.version}, ${cpus().length} CPUs; goals are reported, not asserted`,
+    );
+    const only = process.argv.slice(2);
+    const wanted = (name) => only.length === 0 || only.includes(name);
+    if (wanted('ingest')) await ingest(kiln, raw);
+    if (wanted('page')) await page(kiln, raw, clients);
+    if (wanted('live')) await live(kiln, clients);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

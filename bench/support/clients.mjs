@@ -1,0 +1,191 @@
+// The client side of the benches, in its own process (as browsers and API callers would be), so
+// its work never lands in kiln's event loop or the other way round: paged reads over HTTP and
+// through pg, WebSocket subscribers on kiln's log stream, and one LISTENing pg client for the raw
+// NOTIFY baseline. Live messages carry `t=<process.hrtime ns>` of their send; hrtime is
+// CLOCK_MONOTONIC, one clock for every process on the machine, so receive - send is the latency.
+import pg from 'pg';
+import WebSocket from 'ws';
+import { prng } from './log-lines.mjs';
+import { delay, latencySummary, nowMs } from './stats.mjs';
+
+/** Latencies of messages that carry `t=<ns>`, in ms. */
+class Recorder {
+  constructor(capacity) {
+    this.values = new Float64Array(capacity);
+    this.count = 0;
+    this.overflow = 0;
+    this.overOneSecond = 0;
+  }
+
+  record(text) {
+    const now = process.hrtime.bigint();
+    const at = text.indexOf('t=');
+    if (at < 0) return;
+    let end = at + 2;
+    while (end < text.length && text.charCodeAt(end) >= 48 && text.charCodeAt(end) <= 57) end++;
+    const sent = BigInt(text.slice(at + 2, end));
+    const latency = Number(now - sent) / 1e6;
+    if (latency > 1000) this.overOneSecond++;
+    if (this.count < this.values.length) this.values[this.count++] = latency;
+    else this.overflow++;
+  }
+
+  summary() {
+    return {
+      ...latencySummary(this.values.subarray(0, this.count)),
+      overflow: this.overflow,
+      overOneSecond: this.overOneSecond,
+    };
+  }
+}
+
+let streams;
+let listener;
+
+const commands = {
+  /**
+   * Times `samples` pages at random offsets through kiln (GET …/logs over HTTP, to the last byte)
+   * and through pg (the same SELECT the repository runs), alternating which goes first.
+   */
+  async pages({ baseUrl, headers, databaseUrl, buildId, lines, limit, sql, samples, warmup }) {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      const random = prng(11);
+      const offset = () => Math.floor(random() * (lines - limit + 1));
+      const viaKiln = async (from) => {
+        const begin = nowMs();
+        const response = await fetch(
+          `${baseUrl}/api/v1/builds/${buildId}/logs?offset=${from}&limit=${limit}`,
+          { headers },
+        );
+        const body = await response.text();
+        const took = nowMs() - begin;
+        if (response.status !== 200 || JSON.parse(body).logs.length !== limit)
+          throw new Error(`page at ${from} gave ${response.status}: ${body.slice(0, 200)}`);
+        return took;
+      };
+      const viaSql = async (from) => {
+        const begin = nowMs();
+        const result = await client.query(sql, [buildId, from]);
+        const took = nowMs() - begin;
+        if (result.rowCount !== limit) throw new Error(`raw page at ${from}: ${result.rowCount}`);
+        return took;
+      };
+      for (let i = 0; i < warmup; i++) {
+        await viaKiln(offset());
+        await viaSql(offset());
+      }
+      const kiln = [];
+      const raw = [];
+      for (let i = 0; i < samples; i++) {
+        // Alternate which goes first, so neither always follows the other's cache misses.
+        if (i % 2 === 0) {
+          kiln.push(await viaKiln(offset()));
+          raw.push(await viaSql(offset()));
+        } else {
+          raw.push(await viaSql(offset()));
+          kiln.push(await viaKiln(offset()));
+        }
+      }
+      return { kiln: latencySummary(kiln), raw: latencySummary(raw) };
+    } finally {
+      await client.end();
+    }
+  },
+
+  /** Opens `clients` streams; resolves once every one is open (101). */
+  async openStreams({ url, headers, clients, capacityPerClient }) {
+    const recorder = new Recorder(clients * capacityPerClient);
+    const sockets = [];
+    const counts = new Array(clients).fill(0);
+    const closes = [];
+    await Promise.all(
+      Array.from(
+        { length: clients },
+        (_, index) =>
+          new Promise((opened, failed) => {
+            const ws = new WebSocket(url, { headers, perMessageDeflate: false });
+            sockets.push(ws);
+            ws.on('message', (data) => {
+              counts[index]++;
+              recorder.record(data.toString('latin1'));
+            });
+            ws.once('open', () => opened());
+            ws.once('unexpected-response', (_request, response) =>
+              failed(new Error(`stream upgrade refused with HTTP ${response.statusCode}`)),
+            );
+            ws.once('error', failed);
+            closes.push(new Promise((done) => ws.once('close', (code) => done(code))));
+          }),
+      ),
+    );
+    streams = { recorder, sockets, counts, closes };
+    return { opened: sockets.length };
+  },
+
+  /** Waits until every stream got `expectedPerClient` messages, or `timeoutMs`; returns what arrived. */
+  async awaitStreams({ expectedPerClient, timeoutMs }) {
+    const deadline = Date.now() + timeoutMs;
+    const behind = () => streams.counts.some((n) => n < expectedPerClient);
+    while (behind() && Date.now() < deadline) await delay(20);
+    return {
+      ...streams.recorder.summary(),
+      received: streams.counts.reduce((a, b) => a + b, 0),
+      complete: !behind(),
+    };
+  },
+
+  /** Waits for the server to close every stream (up to `timeoutMs`); returns the close codes. */
+  async closeStreams({ timeoutMs }) {
+    const codes = await Promise.race([
+      Promise.all(streams.closes),
+      delay(timeoutMs).then(() => undefined),
+    ]);
+    for (const ws of streams.sockets) ws.terminate();
+    streams = undefined;
+    if (codes === undefined) return { codes: { timeout: 1 } };
+    const tally = {};
+    for (const code of codes) tally[code] = (tally[code] ?? 0) + 1;
+    return { codes: tally };
+  },
+
+  /** CPU time this process used so far, in ms. */
+  cpu() {
+    const { user, system } = process.cpuUsage();
+    return Promise.resolve((user + system) / 1000);
+  },
+
+  async listen({ url, channel, capacity }) {
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => undefined);
+    await client.connect();
+    const recorder = new Recorder(capacity);
+    client.on('notification', (message) => recorder.record(message.payload ?? ''));
+    await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+    listener = { client, recorder };
+    return { listening: true };
+  },
+
+  async awaitListen({ expected, timeoutMs }) {
+    const deadline = Date.now() + timeoutMs;
+    while (listener.recorder.count < expected && Date.now() < deadline) await delay(20);
+    const summary = {
+      ...listener.recorder.summary(),
+      received: listener.recorder.count,
+      complete: listener.recorder.count >= expected,
+    };
+    await listener.client.end();
+    listener = undefined;
+    return summary;
+  },
+};
+
+process.on('message', ({ id, command, args }) => {
+  commands[command](args).then(
+    (result) => process.send({ id, result }),
+    (error) => process.send({ id, error: error instanceof Error ? error.message : String(error) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));

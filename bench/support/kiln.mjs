@@ -1,0 +1,170 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import pg from 'pg';
+import { createApp } from '../../dist/app.factory.js';
+import { TenancyService } from '../../dist/auth/tenancy.service.js';
+import { TokenService } from '../../dist/auth/token.service.js';
+import { createLogger } from '../../dist/common/logger.js';
+import { loadConfig } from '../../dist/config/config.js';
+import { createDataSource, runMigrations } from '../../dist/database/data-source.js';
+import { EmbeddedPostgres } from '../../dist/database/embedded-postgres.js';
+import { ProjectsService } from '../../dist/projects/projects.service.js';
+import { BuildRunner } from '../../dist/runners/build-runner.js';
+
+const ROOT = '/dev/shm';
+const PREFIX = 'kiln-bench-';
+const DATABASE = 'kiln_bench';
+
+/** Runs nothing: benches append logs through LogSink themselves and end builds via BuildLifecycle. */
+class BenchRunner extends BuildRunner {
+  start() {
+    return Promise.resolve();
+  }
+  cancel() {
+    return Promise.resolve();
+  }
+  remove() {
+    return Promise.resolve();
+  }
+}
+
+/**
+ * kiln's real HTTP server on 127.0.0.1 (random port) on a fresh embedded PostgreSQL in /dev/shm,
+ * with one tenant, one admin and one project, and a token for that admin.
+ */
+export async function startKiln(env = {}) {
+  await removeLeftoversOfKilledRuns();
+  const dir = await mkdtemp(`${ROOT}/${PREFIX}${process.pid}-`);
+  const logger = createLogger('warn');
+  const closers = [() => rm(dir, { recursive: true, force: true })];
+  const close = async () => {
+    for (const closer of closers.splice(0).reverse()) await closer().catch(() => undefined);
+  };
+  try {
+    const postgres = await EmbeddedPostgres.open({
+      dataDir: `${dir}/data`,
+      logger,
+      ephemeral: true,
+    });
+    closers.push(async () => {
+      await untilNoClients(postgres.url('postgres'));
+      await postgres.stop();
+    });
+    await postgres.ensureDatabase(DATABASE);
+    const url = postgres.url(DATABASE);
+
+    const config = loadConfig(
+      {
+        DATABASE_URL: url,
+        KILN_DATA_DIR: `${dir}/kiln`,
+        KILN_JWT_SECRET: randomBytes(32).toString('hex'),
+        KILN_RUNNER: 'local',
+        KILN_LOG_LEVEL: 'warn',
+        KILN_RATE_LIMIT_READS: '1000000',
+        KILN_RATE_LIMIT_WRITES: '1000000',
+        ...env,
+      },
+      dir,
+    );
+    const dataSource = createDataSource({ url, logger });
+    await dataSource.initialize();
+    closers.push(() => dataSource.destroy());
+    await runMigrations(dataSource, logger);
+
+    const app = await createApp(config, dataSource, logger, { runner: BenchRunner });
+    await app.listen(0, '127.0.0.1');
+    closers.push(() => app.close());
+    const { port } = app.getHttpServer().address();
+
+    const tenancy = app.get(TenancyService);
+    const tenant = await tenancy.createTenant('bench');
+    const user = await tenancy.createUser('bench@example.com', randomBytes(16).toString('hex'));
+    await tenancy.addMember(tenant.id, user.email, 'admin');
+    const project = await app
+      .get(ProjectsService)
+      .create(tenant.id, 'bench', 'https://git.example.com/bench/app.git');
+    const { access_token: token } = await app.get(TokenService).issue(user.id);
+
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const headers = { authorization: `Bearer ${token}`, 'x-tenant-id': tenant.id };
+    let branch = 0;
+    return {
+      app,
+      baseUrl,
+      databaseUrl: url,
+      headers,
+      /** Creates and starts a build over the API; returns its id. */
+      async runningBuild() {
+        const created = await request(baseUrl, headers, 'POST', '/builds', {
+          project_id: project.id,
+          git_branch: `bench-${branch++}`,
+        });
+        await request(baseUrl, headers, 'POST', `/builds/${created.id}/start`);
+        return created.id;
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+async function request(baseUrl, headers, method, path, body) {
+  const response = await fetch(`${baseUrl}/api/v1${path}`, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path} gave ${response.status}: ${text}`);
+  return JSON.parse(text);
+}
+
+/**
+ * pg-pool's end() returns before its clients have disconnected; stopping the server then makes
+ * each of them log a lost connection. Wait (up to 3 s) until no other client is connected.
+ */
+async function untilNoClients(url) {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    for (let tries = 0; tries < 60; tries++) {
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      );
+      if (rows[0].n === 0) return;
+      await new Promise((done) => setTimeout(done, 50));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** A bench killed with SIGKILL never cleans up: stop its server and drop its directory. */
+async function removeLeftoversOfKilledRuns() {
+  for (const entry of await readdir(ROOT)) {
+    if (!entry.startsWith(PREFIX)) continue;
+    const pid = Number(entry.slice(PREFIX.length).split('-')[0]);
+    if (!Number.isInteger(pid) || isAlive(pid)) continue;
+    const postmaster = await readFile(
+      `${ROOT}/${entry}/data/postgres/postmaster.pid`,
+      'utf8',
+    ).catch(() => '');
+    const serverPid = Number(postmaster.split('\n')[0]);
+    if (serverPid > 0 && isAlive(serverPid)) process.kill(serverPid, 'SIGQUIT');
+    await rm(`${ROOT}/${entry}`, { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}

@@ -1,0 +1,30 @@
+/** Nearest-rank percentile of values sorted ascending; NaN when there are none. */
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+/** p50, p99 and max of a list (or typed array) of milliseconds. */
+export function latencySummary(values) {
+  const sorted = Float64Array.from(values).sort();
+  return {
+    count: sorted.length,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted.length === 0 ? NaN : sorted[sorted.length - 1],
+  };
+}
+
+export const int = (n) => Math.round(n).toLocaleString('en-US');
+
+export const ms = (n) => `${n < 10 ? n.toFixed(2) : n.toFixed(1)} ms`;
+
+export const ratio = (n) => n.toFixed(2);
+
+export const verdict = (met) => (met ? 'met' : 'MISSED');
+
+/** Milliseconds on the monotonic clock. */
+export const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+export const delay = (millis) => new Promise((done) => setTimeout(done, millis));

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the system packages kiln's local runner and its tests need, when they are missing:
+# buildah (builds), docker-registry (the local registry tests push to), busybox-static (a base
+# image made in tests without pulling), git (sources). As root on Debian it runs apt-get; otherwise
+# it prints the exact command and fails.
+set -euo pipefail
+
+declare -A PACKAGE_FOR=(
+  [buildah]=buildah
+  [docker-registry]=docker-registry
+  [git]=git
+)
+missing=()
+for command in "${!PACKAGE_FOR[@]}"; do
+  command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGE_FOR[$command]}")
+done
+[[ -x /bin/busybox ]] || missing+=(busybox-static)
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+command_line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "kiln needs: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get update && sudo ${command_line}" >&2
+  exit 1
+fi
+echo "installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends ${missing[*]} >/dev/null

@@ -1,0 +1,45 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { KubeApiServer } from './api-server.js';
+import { writeKubeconfig } from './kubeconfig.js';
+
+/** `npm run kube:double -- --port 6443 [--crds dir]...`: the double, standalone, for people. */
+export async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string', default: '6443' },
+      host: { type: 'string', default: '127.0.0.1' },
+      crds: { type: 'string', multiple: true },
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string', default: 'default' },
+      // kubectl's typed commands (`kubectl create namespace`) send protobuf, which the double
+      // refuses with 415: name the namespaces here (or `kubectl apply -f` a Namespace as YAML).
+      namespaces: { type: 'string', default: 'default,kube-system,kube-public,kube-node-lease' },
+    },
+  });
+  const crdDirectories = (values.crds ?? ['test/support/kube/fixtures']).map((d) => resolve(d));
+  const double = await KubeApiServer.start({
+    port: Number(values.port),
+    host: values.host,
+    crdDirectories,
+    bookmarkIntervalMs: 10_000,
+    namespaces: [...new Set([...values.namespaces.split(','), values.namespace])].filter(Boolean),
+  });
+  const path = values.kubeconfig
+    ? resolve(values.kubeconfig)
+    : join(mkdtempSync(join(tmpdir(), 'kube-double-')), 'kubeconfig');
+  writeKubeconfig(path, double.url, values.namespace);
+  process.stdout.write(
+    `kube double listening on ${double.url} (CRDs from ${crdDirectories.join(', ')})\n` +
+      `kubeconfig: ${path}\n` +
+      `try: KUBECONFIG=${path} kubectl get builds\n`,
+  );
+  const stop = (): void => {
+    void double.stop().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
