@@ -2,7 +2,9 @@ import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nest
 import { type NotificationListener, Notifications } from '../database/notification-listener.js';
 import { LOG_CHANNEL, STATUS_CHANNEL } from './log-entry.js';
 
-type Wake = () => void;
+/** What changed: new lines (up to `lastSeq`), or the status (or anything, after a reconnect). */
+export type HubNews = { kind: 'lines'; lastSeq: number } | { kind: 'status' };
+type Wake = (news: HubNews) => void;
 
 /**
  * Tells the log streams of this replica that a build has news (new lines or a terminal state),
@@ -16,12 +18,17 @@ export class LogHub implements OnModuleInit, OnApplicationShutdown {
 
   constructor(notifications: Notifications) {
     this.listener = notifications.listen([LOG_CHANNEL, STATUS_CHANNEL]);
-    this.listener.on('notification', (_channel: string, payload: string) => {
-      const buildId = payload.slice(0, payload.indexOf(':'));
-      for (const wake of this.subscribers.get(buildId) ?? []) wake();
+    this.listener.on('notification', (channel: string, payload: string) => {
+      const separator = payload.indexOf(':');
+      const buildId = payload.slice(0, separator);
+      const news: HubNews =
+        channel === LOG_CHANNEL
+          ? { kind: 'lines', lastSeq: Number(payload.slice(separator + 1)) }
+          : { kind: 'status' };
+      for (const wake of this.subscribers.get(buildId) ?? []) wake(news);
     });
     this.listener.on('reconnected', () => {
-      for (const set of this.subscribers.values()) for (const wake of set) wake();
+      for (const set of this.subscribers.values()) for (const wake of set) wake({ kind: 'status' });
     });
   }
 

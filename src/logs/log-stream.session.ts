@@ -43,6 +43,8 @@ export class LogStreamSession {
   private wake: (() => void) | undefined;
   /** News arrived while the session was reading: the next sleep returns at once. */
   private news = false;
+  /** The build's status may have changed (or is unknown yet): look before sleeping. */
+  private statusNews = true;
   private alive = true;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe: (() => void) | undefined;
@@ -65,7 +67,9 @@ export class LogStreamSession {
       this.alive = true;
     });
     this.ws.on('message', () => undefined); // clients have nothing to say; size is capped by the server
-    this.unsubscribe = this.deps.hub.subscribe(this.buildId, () => {
+    this.unsubscribe = this.deps.hub.subscribe(this.buildId, (news) => {
+      if (news.kind === 'status') this.statusNews = true;
+      else if (news.lastSeq < this.next) return; // lines this session has sent already
       this.news = true;
       this.wake?.();
     });
@@ -97,6 +101,12 @@ export class LogStreamSession {
         this.next = line.seq + 1;
       }
       if (lines.length === this.options.batchSize) continue;
+      if (!this.statusNews) {
+        // Caught up and the status has not changed: wait for news (or the safety poll).
+        this.statusNews = !(await this.sleep());
+        continue;
+      }
+      this.statusNews = false;
 
       const build = await this.deps.findBuild(this.buildId);
       if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted');
@@ -106,9 +116,10 @@ export class LogStreamSession {
           await this.drained();
           return this.close(CLOSE_NORMAL, build.status);
         }
+        this.statusNews = true; // terminal with lines still to send: read them, then look again
         continue;
       }
-      await this.sleep();
+      this.statusNews = !(await this.sleep());
     }
   }
 
@@ -143,17 +154,18 @@ export class LogStreamSession {
     }
   }
 
-  private sleep(): Promise<void> {
-    if (this.news) return Promise.resolve();
+  /** Waits for news or the safety poll; true when news woke it. */
+  private sleep(): Promise<boolean> {
+    if (this.news) return Promise.resolve(true);
     return new Promise((done) => {
-      const timer = setTimeout(finish, this.options.pollMs);
-      function finish() {
-        clearTimeout(timer);
-        done();
-      }
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        done(false);
+      }, this.options.pollMs);
       this.wake = () => {
         this.wake = undefined;
-        finish();
+        clearTimeout(timer);
+        done(true);
       };
     });
   }
