@@ -3,7 +3,7 @@ import type { WebSocket } from 'ws';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { isTerminal } from '../lifecycle/build-state.js';
 import type { BuildLogsRepository } from './build-logs.repository.js';
-import { toStreamMessage } from './log-entry.js';
+import { type StoredLogLine, toStreamMessage } from './log-entry.js';
 import type { LogHub } from './log-hub.js';
 
 export interface SessionOptions {
@@ -94,10 +94,10 @@ export class LogStreamSession {
     while (!this.closed) {
       if (!(await this.waitForRoom())) return;
       this.news = false;
-      const lines = await this.deps.logs.linesFrom(this.buildId, this.next, this.options.batchSize);
+      const lines = await this.deps.hub.linesFrom(this.buildId, this.next, this.options.batchSize);
       for (const line of lines) {
         if (this.closed) return;
-        this.ws.send(JSON.stringify(toStreamMessage(this.buildId, line)));
+        this.ws.send(encoded(this.buildId, line));
         this.next = line.seq + 1;
       }
       if (lines.length === this.options.batchSize) continue;
@@ -199,6 +199,17 @@ export class LogStreamSession {
     this.unsubscribe = undefined;
     this.wake?.();
   }
+}
+
+// Lines from the hub's shared tail are the same objects for every stream: encode each once.
+const encodings = new WeakMap<StoredLogLine, string>();
+function encoded(buildId: string, line: StoredLogLine): string {
+  let text = encodings.get(line);
+  if (text === undefined) {
+    text = JSON.stringify(toStreamMessage(buildId, line));
+    encodings.set(line, text);
+  }
+  return text;
 }
 
 function delay(ms: number): Promise<void> {
