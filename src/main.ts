@@ -4,6 +4,7 @@ import { createApp } from './app.factory.js';
 import { createLogger } from './common/logger.js';
 import { ConfigError, loadConfig, type KilnConfig } from './config/config.js';
 import { openDatabase } from './database/database.js';
+import { LogStreamServer } from './logs/log-stream.server.js';
 
 async function main(): Promise<void> {
   let config: KilnConfig;
@@ -43,7 +44,11 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs + 5_000);
     force.unref();
-    await closeHttpServer(app.getHttpServer(), config.shutdownTimeoutMs);
+    await closeHttpServer(app.getHttpServer(), config.shutdownTimeoutMs, async () => {
+      // Open log streams are upgraded sockets the HTTP server would wait for: close them first.
+      const streams = config.role === 'operator' ? undefined : app.get(LogStreamServer);
+      await streams?.closeAll();
+    });
     await app.close();
     await database.close();
     logger.info('kiln stopped');
@@ -60,7 +65,11 @@ async function main(): Promise<void> {
 }
 
 /** Stops accepting, lets requests in flight finish, then drops whatever is still open. */
-function closeHttpServer(server: Server, timeoutMs: number): Promise<void> {
+function closeHttpServer(
+  server: Server,
+  timeoutMs: number,
+  closeUpgraded: () => Promise<void>,
+): Promise<void> {
   return new Promise((done) => {
     // Keep-alive connections turn idle as their last response ends: close each as it does.
     const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
@@ -73,6 +82,7 @@ function closeHttpServer(server: Server, timeoutMs: number): Promise<void> {
       done();
     });
     server.closeIdleConnections();
+    closeUpgraded().catch(() => undefined);
   });
 }
 

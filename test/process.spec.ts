@@ -5,6 +5,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { jsonOf } from './support/http.js';
+import { LogStreamClient } from './support/log-stream-client.js';
 import { isAlive } from './support/processes.js';
 
 // These tests run the compiled kiln (`make build`, part of `make test`) as a real process.
@@ -71,6 +72,8 @@ describe('the kiln process', () => {
           PORT: String(port),
           KILN_DATA_DIR: dataDir,
           KILN_JWT_SECRET: 's'.repeat(40),
+          KILN_BOOTSTRAP_ADMIN_EMAIL: 'admin@example.com',
+          KILN_BOOTSTRAP_ADMIN_PASSWORD: 'a long enough password',
         }),
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -122,8 +125,35 @@ describe('the kiln process', () => {
       expect(JSON.parse(result.stdout)).toEqual({ applied: [] });
     });
 
-    it('finishes a request in flight on SIGTERM, then stops PostgreSQL and exits 0', async () => {
+    it('finishes a request in flight on SIGTERM, closes log streams with 1001, stops PostgreSQL and exits 0', async () => {
       await fetch(`${baseUrl}/readyz`); // kiln still serves after the CLI left
+      const bootstrap = JSON.parse(
+        stdout.split('\n').find((line) => line.includes('"bootstrap:'))!,
+      );
+      const login = await fetch(`${baseUrl}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'admin@example.com', password: 'a long enough password' }),
+      });
+      const headers = {
+        authorization: `Bearer ${(await jsonOf(login)).access_token}`,
+        'x-tenant-id': bootstrap.tenant_id,
+        'content-type': 'application/json',
+      };
+      const build = await jsonOf(
+        await fetch(`${baseUrl}/api/v1/builds`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ project_id: bootstrap.project_id, git_branch: 'main' }),
+        }),
+      );
+      const stream = new LogStreamClient(
+        `${baseUrl.replace('http', 'ws')}/api/v1/builds/${build.id}/logs/stream`,
+        {
+          headers,
+        },
+      );
+      await stream.opened;
       const postmasterPid = Number(
         readFileSync(
           JSON.parse(readFileSync(join(dataDir, 'postgres.json'), 'utf8')).clusterDir +
@@ -156,6 +186,7 @@ describe('the kiln process', () => {
       expect(answered.status).toBe(404);
       expect(JSON.parse(answered.body)).toMatchObject({ code: 'NOT_FOUND' });
       expect(code).toBe(0);
+      expect(await stream.closed).toMatchObject({ code: 1001 });
       expect(stdout).toContain('"msg":"kiln stopped"');
       expect(isAlive(postmasterPid)).toBe(false);
     });

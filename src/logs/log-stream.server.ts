@@ -17,6 +17,7 @@ import {
   KilnError,
   NotFoundError,
   RateLimitedError,
+  UnavailableError,
   UnauthorizedError,
 } from '../common/errors.js';
 import { isUuid } from '../common/formats.js';
@@ -62,6 +63,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
   });
   private readonly perUser = new Map<string, number>();
   private readonly sessions = new Set<Promise<void>>();
+  private closing = false;
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
@@ -80,6 +82,13 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       const requestId = requestIdFrom(request.headers['x-request-id']);
       const path = new URL(request.url ?? '/', 'http://kiln.invalid').pathname;
       const match = ROUTE.exec(path);
+      if (this.closing) {
+        return refuse(
+          socket,
+          requestId,
+          new UnavailableError('kiln is shutting down; connect again shortly'),
+        );
+      }
       if (match === null) {
         return refuse(socket, requestId, new NotFoundError(`No WebSocket route for ${path}`));
       }
@@ -179,14 +188,23 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     });
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Closes every stream (1001: clients reconnect elsewhere with ?offset) and refuses new ones.
+   * Called first on shutdown: upgraded sockets would otherwise keep the HTTP server open.
+   */
+  async closeAll(): Promise<void> {
+    this.closing = true;
     for (const client of this.wss.clients)
       client.close(1001, 'server shutting down; reconnect with ?offset');
     await Promise.race([
       Promise.allSettled([...this.sessions]),
-      new Promise((done) => setTimeout(done, 2_000)),
+      new Promise((done) => setTimeout(done, 2_000).unref()),
     ]);
     for (const client of this.wss.clients) client.terminate();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.closeAll();
     this.wss.close();
   }
 }

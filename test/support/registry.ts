@@ -46,7 +46,11 @@ export class LocalRegistry {
   }
 
   async stop(): Promise<void> {
-    this.process.kill('SIGTERM');
+    if (this.process.exitCode === null && this.process.signalCode === null) {
+      const exited = new Promise((done) => this.process.once('exit', done));
+      this.process.kill('SIGTERM');
+      await exited;
+    }
     await rm(this.dir, { recursive: true, force: true });
   }
 }
