@@ -19,15 +19,16 @@ export class LogsService {
     offset: number,
     limit: number,
   ): Promise<BuildLogsDto> {
-    await this.lifecycle.get(tenant.tenantId, buildId);
-    const [lines, counters] = await Promise.all([
-      this.logs.linesFrom(buildId, offset, limit),
-      this.logs.counters(buildId),
-    ]);
+    // Lines are read after the build, so total_lines never trails the page.
+    const build = await this.lifecycle.get(tenant.tenantId, buildId);
+    const lines = await this.logs.linesFrom(buildId, offset, limit);
     return {
       build_id: buildId,
       logs: lines.map(toLogEntry),
-      total_lines: counters?.lines ?? 0,
+      total_lines: Math.max(
+        build.logLines,
+        lines.length === 0 ? 0 : lines[lines.length - 1]!.seq + 1,
+      ),
       offset,
       limit,
     };
