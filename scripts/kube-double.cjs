@@ -1,4 +1,4 @@
-// npm run kube:double -- --port 6443: starts the Kubernetes API server double standalone.
+// npm run kube:double -- --port 6443 [--tls]: starts the Kubernetes API server double standalone.
 // The double is TypeScript under test/support/kube/, and the repo compiles only src/ (nest build),
 // so this transpiles it with @swc/core (already a devDependency; no type check here, `make lint`
 // runs tsc) into node_modules/.cache/kube-double/ as ESM, where imports still resolve against

@@ -1,10 +1,11 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeApiServer } from '../support/kube/api-server.js';
 import { FIXTURES_DIR } from '../support/kube/client.js';
 import { writeKubeconfig } from '../support/kube/kubeconfig.js';
+import { generateTlsMaterial } from '../support/kube/tls.js';
 
 // kubectl comes with this project's machines (google-cloud-cli), not with a bare Debian: without
 // it these suites are skipped, and say so.
@@ -155,6 +156,8 @@ describeWithKubectl(`${KubeApiServer.name} with kubectl`, () => {
   });
 
   it('applies, re-applies (strategic merge) and patches a Job', async () => {
+    // The fake kubelet keeps the Job running, so the suspend below is what the table shows.
+    server.kubelet.script('busybox:1.36', { hang: true });
     const job = (label: string): string =>
       `apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: kiln-1\n  labels:\n    app: ${label}\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: build\n          image: busybox:1.36\n`;
     expect(await kubectl('apply', '-f', file('job.yaml', job('a')))).toMatchObject({
@@ -309,6 +312,134 @@ describeWithKubectl('npm run kube:double', () => {
         ),
       );
       expect(created).toContain('Error from server (UnsupportedMediaType)');
+    } finally {
+      child.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** kubectl with a kubeconfig, asynchronously (the double runs in this process). */
+const kubectlWith = (kubeconfig: string, dir: string, ...args: string[]): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(
+      'kubectl',
+      [
+        '--kubeconfig',
+        kubeconfig,
+        '--cache-dir',
+        join(dir, 'cache'),
+        '--request-timeout',
+        '10s',
+        ...args,
+      ],
+      { timeout: 15_000, env: { ...process.env, HOME: dir } },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+
+describeWithKubectl(`${KubeApiServer.name} with kubectl over TLS`, () => {
+  let server: KubeApiServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    server = await KubeApiServer.start({
+      tls: true,
+      token: 'kubectl-token',
+      crdDirectories: [FIXTURES_DIR],
+      namespaces: ['default', 'builds'],
+    });
+    dir = mkdtempSync(join(tmpdir(), 'kubectl-double-tls-'));
+  });
+
+  afterAll(async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gets builds, verifying the certificate with the CA of the written kubeconfig', async () => {
+    const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig'), server, 'builds');
+    expect(readFileSync(kubeconfig, 'utf8')).toContain('certificate-authority-data: ');
+    expect(readFileSync(kubeconfig, 'utf8')).not.toContain('insecure-skip-tls-verify');
+    const empty = await kubectlWith(kubeconfig, dir, 'get', 'builds');
+    expect(empty).toMatchObject({ code: 0, stderr: 'No resources found in builds namespace.\n' });
+    server.seed({
+      apiVersion: 'kiln.dev/v1alpha1',
+      kind: 'Build',
+      metadata: { name: 'tls', namespace: 'builds' },
+      spec: { tenantId: 't', projectId: 'p', method: 'kaniko' },
+    });
+    const one = await kubectlWith(kubeconfig, dir, 'get', 'builds', '-o', 'name');
+    expect(one).toMatchObject({ code: 0, stdout: 'build.kiln.dev/tls\n' });
+    expect(
+      server.requests.filter((r) => r.path === '/apis/kiln.dev/v1alpha1/namespaces/builds/builds'),
+    ).toHaveLength(2);
+  });
+
+  it('refuses the server when the kubeconfig has another CA', async () => {
+    const other = generateTlsMaterial('other');
+    const kubeconfig = writeKubeconfig(join(dir, 'other-ca'), {
+      url: server.url,
+      caPem: other.caPem,
+      token: 'kubectl-token',
+    });
+    const result = await kubectlWith(kubeconfig, dir, 'get', 'builds');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('x509: certificate signed by unknown authority');
+  });
+
+  it('gets 401 Unauthorized with a wrong token', async () => {
+    const kubeconfig = writeKubeconfig(join(dir, 'wrong-token'), server, 'builds', 'nope');
+    const result = await kubectlWith(kubeconfig, dir, 'get', 'builds');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr.trim().split('\n').at(-1)).toBe(
+      'error: You must be logged in to the server (Unauthorized)',
+    );
+  });
+});
+
+describeWithKubectl('npm run kube:double -- --tls', () => {
+  it('serves TLS and writes a kubeconfig with the CA that kubectl uses', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kube-double-cli-tls-'));
+    const config = join(dir, 'config');
+    const child = spawn(
+      process.execPath,
+      [
+        'scripts/kube-double.cjs',
+        '--port',
+        '0',
+        '--tls',
+        '--namespace',
+        'builds',
+        '--kubeconfig',
+        config,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no kubeconfig line in: ${out}`)), 10_000);
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('kubeconfig: ')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      expect(out).toMatch(/^kube double listening on https:\/\/127\.0\.0\.1:\d+ /);
+      expect(out).toContain(`ca: ${config}-ca.crt\nkubeconfig: ${config}\n`);
+      const yaml = readFileSync(config, 'utf8');
+      const ca = readFileSync(`${config}-ca.crt`, 'utf8');
+      expect(yaml).toContain(`certificate-authority-data: ${Buffer.from(ca).toString('base64')}\n`);
+      expect(yaml).toMatch(/server: https:\/\/127\.0\.0\.1:\d+\n/);
+      const result = await kubectlWith(config, dir, 'get', 'builds');
+      expect(result).toMatchObject({
+        code: 0,
+        stderr: 'No resources found in builds namespace.\n',
+      });
     } finally {
       child.kill('SIGTERM');
       rmSync(dir, { recursive: true, force: true });

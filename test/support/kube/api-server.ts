@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import {
@@ -42,6 +48,16 @@ import { pruneAndDefault, unknownFields, validateSchema } from './schema.js';
 import { FieldSelector, LabelSelector } from './selectors.js';
 import { ObjectStore, type StoredEvent, type WatchEventType } from './store.js';
 import { toTable } from './tables.js';
+import { generateTlsMaterial, type TlsMaterial } from './tls.js';
+import {
+  FakeJobController,
+  FakeKubelet,
+  nowNanos,
+  rfc3339Nano,
+  type ClusterHost,
+  type FakeJobControllerOptions,
+  type FakeKubeletOptions,
+} from './kubelet.js';
 import {
   apiVersionOf,
   clone,
@@ -64,8 +80,21 @@ export interface KubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Namespaces that exist from the start. */
   namespaces?: string[];
-  /** When set, any other bearer token gets 401. */
+  /**
+   * When set, a request without `Authorization: Bearer <token>` (or with another token) gets a
+   * 401 Status `Unauthorized`, as in-cluster clients send their service account token.
+   */
   token?: string;
+  /**
+   * Serve HTTPS: `true` makes a self-signed CA and a server certificate for 127.0.0.1 and
+   * localhost at start (with the openssl CLI); pass `TlsMaterial` to reuse ones already made.
+   * `caPem` then holds the CA clients must trust, and `url` is https://.
+   */
+  tls?: boolean | TlsMaterial;
+  /** The fake kubelet (runs pods of Jobs by per-image scripts); `false` turns it off. */
+  kubelet?: FakeKubeletOptions | false;
+  /** The fake Job controller (creates and counts a Job's pods); `false` turns it off. */
+  jobController?: FakeJobControllerOptions | false;
 }
 
 export interface RecordedRequest {
@@ -84,6 +113,38 @@ interface Fault {
   remaining: number;
   reason: string;
   message: string;
+  retryAfterSeconds?: number;
+}
+
+interface Delay {
+  method?: string;
+  path?: string | RegExp;
+  ms: number;
+  remaining: number;
+}
+
+/** Which requests a fault applies to: a path (exact) or pattern, and optionally a method. */
+export interface RequestMatch {
+  path?: string | RegExp;
+  method?: string;
+}
+
+/** Which open log streams a log fault applies to (all when empty). */
+export interface LogStreamMatch {
+  namespace?: string;
+  pod?: string;
+  container?: string;
+}
+
+interface LogFollower {
+  namespace: string;
+  pod: string;
+  container: string;
+  res: ServerResponse;
+  wake: () => void;
+  stop: () => void;
+  stalled: boolean;
+  cut: boolean;
 }
 
 interface Ctx {
@@ -99,7 +160,7 @@ interface Ctx {
 }
 
 interface LogLine {
-  time: string;
+  ns: bigint;
   text: string;
 }
 
@@ -116,16 +177,25 @@ const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-l
  * validation. Tests drive it through client-node or kubectl and inspect or perturb it through the
  * control methods (`object`, `seed`, `requestCount`, `failNext`, `closeWatches`, `compact`).
  */
-export class KubeApiServer {
+export class KubeApiServer implements ClusterHost {
   readonly store: ObjectStore;
+  /** The fake kubelet: register scripts with `kubelet.script(image, {...})`; `enabled = false` pauses it. */
+  readonly kubelet: FakeKubelet;
+  /** The fake Job controller; `enabled = false` stops it from acting (per test). */
+  readonly jobController: FakeJobController;
   readonly requests: RecordedRequest[] = [];
   private readonly types: ResourceType[];
-  private readonly server: Server;
+  private readonly server: HttpServer | HttpsServer;
+  /** The PEM of the CA that signed the server certificate (TLS servers only). */
+  readonly caPem?: string;
   private readonly sockets = new Set<Socket>();
   private readonly watches = new Set<ServerResponse>();
   private readonly faults: Fault[] = [];
+  private readonly delays: Delay[] = [];
+  private goneWatches: { path?: string | RegExp; remaining: number; asEvent: boolean }[] = [];
   private readonly logs = new Map<string, LogLine[]>();
-  private readonly logFollowers = new Map<() => void, () => void>();
+  private readonly logFollowers = new Set<LogFollower>();
+  private offline = false;
   private gcScheduled = false;
   private address?: AddressInfo;
 
@@ -135,7 +205,16 @@ export class KubeApiServer {
       ...builtInResources(),
       ...(options.crdDirectories ?? []).flatMap((dir) => loadCrdDirectory(dir)),
     ];
-    this.server = createServer((req, res) => void this.handle(req, res));
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    if (options.tls) {
+      const material = options.tls === true ? generateTlsMaterial() : options.tls;
+      this.caPem = material.caPem;
+      this.server = createHttpsServer({ cert: material.certPem, key: material.keyPem }, handler);
+      // A client that refuses the certificate just closes; that is no error of the double.
+      this.server.on('tlsClientError', (_error, socket) => socket.destroy());
+    } else {
+      this.server = createServer(handler);
+    }
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
@@ -143,6 +222,20 @@ export class KubeApiServer {
     const namespaceType = this.typeOf('', 'namespaces');
     for (const name of options.namespaces ?? SYSTEM_NAMESPACES)
       this.seed({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, namespaceType);
+    this.kubelet = new FakeKubelet(this, options.kubelet === false ? {} : options.kubelet);
+    this.kubelet.enabled = options.kubelet !== false;
+    this.jobController = new FakeJobController(
+      this,
+      options.jobController === false ? {} : options.jobController,
+    );
+    this.jobController.enabled = options.jobController !== false;
+    // Logs live as long as their pod object.
+    this.store.subscribe((event) => {
+      if (event.resource !== storageKey(this.typeOf('', 'pods')) || event.type !== 'DELETED')
+        return;
+      const prefix = `${event.object.metadata.namespace ?? ''}/${event.object.metadata.name ?? ''}/`;
+      for (const key of [...this.logs.keys()]) if (key.startsWith(prefix)) this.logs.delete(key);
+    });
   }
 
   static async start(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
@@ -159,18 +252,25 @@ export class KubeApiServer {
     const address = this.address;
     if (!address) throw new Error('KubeApiServer is not listening');
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    return `http://${host}:${address.port}`;
+    return `${this.caPem === undefined ? 'http' : 'https'}://${host}:${address.port}`;
   }
 
   get port(): number {
     return this.address?.port ?? 0;
   }
 
+  /** The bearer token the server requires (`options.token`), if any. */
+  get token(): string | undefined {
+    return this.options.token;
+  }
+
   async stop(): Promise<void> {
+    this.kubelet.stop();
+    this.jobController.stop();
     this.closeWatches();
-    for (const stop of [...this.logFollowers.values()]) stop();
+    for (const follower of [...this.logFollowers]) follower.stop();
     for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    if (!this.offline) await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
   // ---- control API for tests -------------------------------------------------------------
@@ -237,12 +337,23 @@ export class KubeApiServer {
     ).length;
   }
 
-  /** Answers the next `count` requests to a path (or pattern) with `status` and a Status body. */
+  /**
+   * Answers the next `count` requests to a path (or pattern), optionally of one method, with
+   * `status` and a Status body. A 429 carries `Retry-After` (`retryAfterSeconds`, default 1) and
+   * `details.retryAfterSeconds`, as the real server's priority-and-fairness rejections do.
+   */
   failNext(
     path: string | RegExp,
     status: number,
-    options: { count?: number; method?: string; reason?: string; message?: string } = {},
+    options: {
+      count?: number;
+      method?: string;
+      reason?: string;
+      message?: string;
+      retryAfterSeconds?: number;
+    } = {},
   ): void {
+    const retryAfterSeconds = options.retryAfterSeconds ?? (status === 429 ? 1 : undefined);
     this.faults.push({
       path,
       status,
@@ -250,9 +361,116 @@ export class KubeApiServer {
       reason:
         options.reason ??
         (status === 429 ? 'TooManyRequests' : status >= 500 ? 'InternalError' : 'BadRequest'),
-      message: options.message ?? `injected failure (${status})`,
+      message:
+        options.message ??
+        (status === 429
+          ? 'Too many requests, please try again later.'
+          : `injected failure (${status})`),
       ...(options.method ? { method: options.method } : {}),
+      ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
     });
+  }
+
+  /**
+   * The next `count` watch requests (to `path`, or any) get 410 Gone: by default as the real
+   * server does it, an HTTP 200 with one `ERROR` event carrying the Status; `asEvent: false`
+   * answers HTTP 410 instead.
+   */
+  goneNextWatch(options: { path?: string | RegExp; count?: number; asEvent?: boolean } = {}): void {
+    this.goneWatches.push({
+      ...(options.path !== undefined ? { path: options.path } : {}),
+      remaining: options.count ?? 1,
+      asEvent: options.asEvent ?? true,
+    });
+  }
+
+  /** Delays the answer to the next `count` (default: every) matching request by `ms`. */
+  delayRequests(ms: number, match: RequestMatch & { count?: number } = {}): () => void {
+    const delay: Delay = {
+      ms,
+      remaining: match.count ?? Number.POSITIVE_INFINITY,
+      ...(match.path !== undefined ? { path: match.path } : {}),
+      ...(match.method !== undefined ? { method: match.method } : {}),
+    };
+    this.delays.push(delay);
+    return () => {
+      delay.remaining = 0;
+    };
+  }
+
+  /**
+   * Open log streams that match stop sending bytes while their containers keep running (as after
+   * a kubelet log rotation): the connection stays open and nothing more arrives. Returns how many.
+   */
+  stallLogStreams(match: LogStreamMatch = {}): number {
+    const hit = this.matchingFollowers(match);
+    for (const f of hit) f.stalled = true;
+    return hit.length;
+  }
+
+  /**
+   * Open log streams that match send half of their next line, then their socket is destroyed
+   * (at once when a line is already waiting, else when the container prints the next one).
+   * Returns how many streams will be cut.
+   */
+  cutLogStreams(match: LogStreamMatch = {}): number {
+    const hit = this.matchingFollowers(match);
+    for (const f of hit) {
+      f.cut = true;
+      f.wake();
+    }
+    return hit.length;
+  }
+
+  /** Open `follow=true` log streams, e.g. to wait until a client is following. */
+  openLogStreams(match: LogStreamMatch = {}): number {
+    return this.matchingFollowers(match).length;
+  }
+
+  private matchingFollowers(match: LogStreamMatch): LogFollower[] {
+    return [...this.logFollowers].filter(
+      (f) =>
+        (match.namespace === undefined || f.namespace === match.namespace) &&
+        (match.pod === undefined || f.pod === match.pod) &&
+        (match.container === undefined || f.container === match.container),
+    );
+  }
+
+  /**
+   * Makes the server unreachable: it stops accepting connections (connect gets ECONNREFUSED) and
+   * destroys every open socket, watches and log streams included. The cluster keeps running
+   * (the kubelet and the Job controller go on). `goOnline()` listens again on the same port.
+   */
+  async goOffline(): Promise<void> {
+    if (this.offline) return;
+    this.offline = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  async goOnline(): Promise<void> {
+    if (!this.offline) return;
+    const port = this.port;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, this.options.host ?? '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.offline = false;
+  }
+
+  /** Offline for `ms`, then online again; resolves when the server is back. */
+  async unreachableFor(ms: number): Promise<void> {
+    await this.goOffline();
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    await this.goOnline();
+  }
+
+  get isOffline(): boolean {
+    return this.offline;
   }
 
   /** Ends every open watch now, as an API server restart or a load balancer would. */
@@ -278,12 +496,67 @@ export class KubeApiServer {
     lines: string[],
     time = new Date(),
   ): void {
+    this.appendLog(namespace, pod, container, lines, BigInt(time.getTime()) * 1_000_000n);
+  }
+
+  /** ClusterHost: the kubelet's output; lines of one call share one nanosecond timestamp. */
+  appendLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    lines: string[],
+    at: bigint = nowNanos(),
+  ): void {
     const key = `${namespace}/${pod}/${container}`;
     const stored = this.logs.get(key) ?? [];
-    for (const text of lines)
-      stored.push({ time: time.toISOString().replace('Z', '000000Z'), text });
+    for (const text of lines) stored.push({ ns: at, text });
     this.logs.set(key, stored);
-    for (const wake of [...this.logFollowers.keys()]) wake();
+    for (const follower of [...this.logFollowers])
+      if (
+        follower.namespace === namespace &&
+        follower.pod === pod &&
+        follower.container === container
+      )
+        follower.wake();
+  }
+
+  /** ClusterHost: create as kube-controller-manager would, through the normal create path. */
+  createAsController(apiVersion: string, kind: string, object: KubeObject): KubeObject {
+    const type = this.resource(apiVersion, kind);
+    const ctx = this.internalCtx(type, object.metadata.namespace, 'kube-controller-manager');
+    return this.create(ctx, clone(object) as unknown as Json);
+  }
+
+  /** ClusterHost: delete as a controller would (the same rules as a DELETE request). */
+  deleteAsController(
+    apiVersion: string,
+    kind: string,
+    namespace: string,
+    name: string,
+    policy: 'Background' | 'Foreground' | 'Orphan',
+  ): void {
+    const type = this.resource(apiVersion, kind);
+    if (!this.store.get(storageKey(type), namespace, name)) return;
+    const ctx = this.internalCtx(type, namespace, 'kube-controller-manager');
+    this.delete(ctx, name, { propagationPolicy: policy });
+  }
+
+  /** ClusterHost: the kubelet's final removal of a terminated pod. */
+  removePod(namespace: string, name: string): void {
+    this.store.remove(storageKey(this.typeOf('', 'pods')), namespace, name);
+    this.scheduleGc();
+  }
+
+  private internalCtx(type: ResourceType, namespace: string | undefined, agent: string): Ctx {
+    return {
+      req: { headers: { 'user-agent': `${agent}/v1.32.0` } } as unknown as IncomingMessage,
+      res: undefined as unknown as ServerResponse,
+      query: new URLSearchParams(),
+      type,
+      ...(namespace !== undefined && type.namespaced ? { namespace } : {}),
+      dryRun: false,
+      warnings: [],
+    };
   }
 
   /** Resolves when no garbage collection is pending (owner cascades, namespace cleanup). */
@@ -305,16 +578,54 @@ export class KubeApiServer {
       ...(req.headers.accept ? { accept: req.headers.accept } : {}),
       ...(req.headers['user-agent'] ? { userAgent: req.headers['user-agent'] } : {}),
     });
+    const matches = (pattern: string | RegExp | undefined): boolean =>
+      pattern === undefined ||
+      (typeof pattern === 'string' ? pattern === path : pattern.test(path));
     try {
+      const delay = this.delays.find(
+        (d) =>
+          d.remaining > 0 && (d.method === undefined || d.method === method) && matches(d.path),
+      );
+      if (delay) {
+        delay.remaining--;
+        await new Promise((resolve) => setTimeout(resolve, delay.ms));
+      }
       const fault = this.faults.find(
         (f) =>
-          f.remaining > 0 &&
-          (f.method === undefined || f.method === method) &&
-          (typeof f.path === 'string' ? f.path === path : f.path.test(path)),
+          f.remaining > 0 && (f.method === undefined || f.method === method) && matches(f.path),
       );
       if (fault) {
         fault.remaining--;
-        throw new StatusError(fault.status, fault.reason, fault.message);
+        if (fault.retryAfterSeconds !== undefined)
+          res.setHeader('retry-after', String(fault.retryAfterSeconds));
+        throw new StatusError(
+          fault.status,
+          fault.reason,
+          fault.message,
+          fault.retryAfterSeconds !== undefined
+            ? { retryAfterSeconds: fault.retryAfterSeconds }
+            : undefined,
+        );
+      }
+      const isWatch =
+        method === 'GET' && ['true', '1'].includes(url.searchParams.get('watch') ?? '');
+      const gone = isWatch
+        ? this.goneWatches.find((g) => g.remaining > 0 && matches(g.path))
+        : undefined;
+      if (gone) {
+        gone.remaining--;
+        const status = new StatusError(
+          410,
+          'Expired',
+          `too old resource version: ${url.searchParams.get('resourceVersion') ?? ''} (${this.store.currentRv})`,
+        );
+        if (!gone.asEvent) throw status;
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'cache-control': 'no-cache, private',
+        });
+        res.end(`${JSON.stringify({ type: 'ERROR', object: status.toStatus() })}\n`);
+        return;
       }
       const token = this.options.token;
       if (token !== undefined && req.headers.authorization !== `Bearer ${token}`)
@@ -1304,6 +1615,26 @@ export class KubeApiServer {
         ]),
       ]);
 
+    // A pod the kubelet is running is deleted gracefully: it gets a deletionTimestamp, the
+    // kubelet stops its containers and then removes it (gracePeriodSeconds=0 forces it out now).
+    const grace = body.gracePeriodSeconds ?? ctx.query.get('gracePeriodSeconds') ?? undefined;
+    if (
+      type.kind === 'Pod' &&
+      Number(grace ?? 1) !== 0 &&
+      this.kubelet.isRunning(ctx.namespace ?? '', name, old.metadata.uid ?? '') &&
+      (old.metadata.finalizers ?? []).length === 0 &&
+      policy !== 'Foreground'
+    ) {
+      if (old.metadata.deletionTimestamp) return { code: 200, body: this.served(type, old) };
+      const spec = isObject(old.spec ?? null) ? (old.spec as JsonObject) : {};
+      const seconds = Number(grace ?? spec.terminationGracePeriodSeconds ?? 30);
+      const next = clone(old);
+      next.metadata.deletionTimestamp = new Date(Date.now() + seconds * 1000)
+        .toISOString()
+        .replace(/\.\d{3}Z$/, 'Z');
+      next.metadata.deletionGracePeriodSeconds = seconds;
+      return { code: 200, body: this.persist(ctx, next) };
+    }
     if (
       type.kind === 'Namespace' ||
       (old.metadata.finalizers ?? []).length > 0 ||
@@ -1488,90 +1819,173 @@ export class KubeApiServer {
 
   // ---- pods/log ------------------------------------------------------------------------------
 
+  /**
+   * `GET pods/{name}/log` as the kubelet answers it: `container` (required when the pod has more
+   * than one), `timestamps` (RFC3339 with nine fractional digits), `sinceTime` (truncated to the
+   * second: lines of that second are sent again), `sinceSeconds`, `tailLines`, `limitBytes`
+   * (may cut the last line), `previous` (never available: pods run with restartPolicy Never)
+   * and `follow` (streams as the container prints; ends when the container has terminated).
+   */
   private podLog(ctx: Ctx, name: string): void {
     const pod = this.mustGet(ctx.type, ctx.namespace, name);
     const spec = isObject(pod.spec ?? null) ? (pod.spec as JsonObject) : {};
-    const names = ['initContainers', 'containers'].flatMap((k) => {
-      const list = spec[k];
+    const namesOf = (key: string): string[] => {
+      const list = spec[key];
       return Array.isArray(list)
         ? list.map((c) => (isObject(c) && typeof c.name === 'string' ? c.name : ''))
         : [];
-    });
-    const mainNames = (Array.isArray(spec.containers) ? spec.containers : []).map((c) =>
-      isObject(c) && typeof c.name === 'string' ? c.name : '',
-    );
+    };
+    const initNames = namesOf('initContainers');
+    const mainNames = namesOf('containers');
     let container = ctx.query.get('container') ?? '';
     if (container === '') {
       if (mainNames.length !== 1)
         throw badRequest(
-          `a container name must be specified for pod ${name}, choose one of: [${mainNames.join(' ')}]`,
+          `a container name must be specified for pod ${name}, choose one of: [${mainNames.join(' ')}]${initNames.length > 0 ? ` or one of the init containers: [${initNames.join(' ')}]` : ''}`,
         );
       container = mainNames[0] ?? '';
     }
-    if (!names.includes(container))
+    if (![...initNames, ...mainNames].includes(container))
       throw badRequest(`container ${container} is not valid for pod ${name}`);
     if (ctx.query.get('previous') === 'true')
       throw badRequest(`previous terminated container "${container}" in pod "${name}" not found`);
-    const status = isObject(pod.status ?? null) ? (pod.status as JsonObject) : {};
-    const statuses = [
-      ...(Array.isArray(status.initContainerStatuses) ? status.initContainerStatuses : []),
-      ...(Array.isArray(status.containerStatuses) ? status.containerStatuses : []),
-    ];
-    const own = statuses.find((s) => isObject(s) && s.name === container);
-    const waiting = isObject(own ?? null) ? valueAt(own as Json, 'f:state/f:waiting') : undefined;
-    if (isObject(waiting ?? null))
-      throw badRequest(
-        `container "${container}" in pod "${name}" is waiting to start: ${JSON.stringify((waiting as JsonObject).reason ?? 'ContainerCreating').replace(/^"|"$/g, '')}`,
-      );
-
-    const key = `${ctx.namespace ?? ''}/${name}/${container}`;
-    const timestamps = ctx.query.get('timestamps') === 'true';
     const sinceTime = ctx.query.get('sinceTime');
     const sinceSeconds = ctx.query.get('sinceSeconds');
-    const since = sinceTime
-      ? Math.floor(Date.parse(sinceTime) / 1000) * 1000
-      : sinceSeconds
-        ? Date.now() - Number(sinceSeconds) * 1000
-        : undefined;
-    const render = (line: LogLine): string => `${timestamps ? `${line.time} ` : ''}${line.text}\n`;
-    let lines = (this.logs.get(key) ?? []).filter(
-      (l) => since === undefined || Date.parse(l.time) >= since,
-    );
+    if (sinceTime && sinceSeconds)
+      throw invalid({ ...ctx.type, kind: 'PodLogOptions', group: '' }, '', [
+        fieldErrors.forbidden(
+          'sinceTime',
+          'at most one of `sinceTime` or `sinceSeconds` may be specified',
+        ),
+      ]);
+    const stateOf = (p: KubeObject | undefined): JsonObject | undefined => {
+      const status = isObject(p?.status ?? null) ? (p?.status as JsonObject) : {};
+      const statuses = [
+        ...(Array.isArray(status.initContainerStatuses) ? status.initContainerStatuses : []),
+        ...(Array.isArray(status.containerStatuses) ? status.containerStatuses : []),
+      ];
+      const own = statuses.find((s) => isObject(s) && s.name === container);
+      const state = isObject(own ?? null) ? (own as JsonObject).state : undefined;
+      return isObject(state ?? null) ? (state as JsonObject) : undefined;
+    };
+    const waiting = stateOf(pod)?.waiting;
+    if (isObject(waiting ?? null))
+      throw badRequest(
+        `container "${container}" in pod "${name}" is waiting to start: ${(() => {
+          const reason = (waiting as JsonObject).reason;
+          return typeof reason === 'string' ? reason : 'ContainerCreating';
+        })()}`,
+      );
+
+    const namespace = ctx.namespace ?? '';
+    const key = `${namespace}/${name}/${container}`;
+    const timestamps = ctx.query.get('timestamps') === 'true';
+    let sinceNs: bigint | undefined;
+    if (sinceTime) {
+      const ms = Date.parse(sinceTime);
+      if (Number.isNaN(ms)) throw badRequest(`parsing time "${sinceTime}" as RFC3339: invalid`);
+      sinceNs = BigInt(Math.floor(ms / 1000) * 1000) * 1_000_000n;
+    } else if (sinceSeconds) {
+      const seconds = Number(sinceSeconds);
+      if (!Number.isInteger(seconds) || seconds < 1)
+        throw invalid({ ...ctx.type, kind: 'PodLogOptions', group: '' }, '', [
+          fieldErrors.invalidRendered('sinceSeconds', sinceSeconds, 'must be greater than 0'),
+        ]);
+      sinceNs = BigInt(Date.now() - seconds * 1000) * 1_000_000n;
+    }
+    const lines = this.logs.get(key) ?? [];
+    let next = 0;
+    if (sinceNs !== undefined)
+      while (next < lines.length && (lines[next]?.ns ?? 0n) < sinceNs) next++;
     const tail = ctx.query.get('tailLines');
-    if (tail !== null) lines = lines.slice(Math.max(0, lines.length - Number(tail)));
+    if (tail !== null) next = Math.max(next, lines.length - Math.max(0, Number(tail)));
+    const limitParam = ctx.query.get('limitBytes');
+    let budget = limitParam !== null ? Number(limitParam) : Number.POSITIVE_INFINITY;
+    const render = (line: LogLine): string =>
+      `${timestamps ? `${rfc3339Nano(line.ns)} ` : ''}${line.text}\n`;
     const { res } = ctx;
     res.writeHead(200, { 'content-type': 'text/plain', 'transfer-encoding': 'chunked' });
-    for (const line of lines) res.write(render(line));
-    if (ctx.query.get('follow') !== 'true') {
+
+    const follower: LogFollower = {
+      namespace,
+      pod: name,
+      container,
+      res,
+      stalled: false,
+      cut: false,
+      wake: () => undefined,
+      stop: () => undefined,
+    };
+    /** Writes what is due; true when the response is over (limit reached or cut). */
+    const flush = (): boolean => {
+      if (follower.stalled) return false;
+      const all = this.logs.get(key) ?? lines;
+      let chunk = '';
+      while (next < all.length) {
+        const line = all[next];
+        if (!line) break;
+        const text = render(line);
+        if (follower.cut) {
+          const socket = res.socket;
+          res.write(chunk + text.slice(0, Math.max(1, Math.floor(text.length / 2))), () =>
+            socket?.destroy(),
+          );
+          return true;
+        }
+        const bytes = Buffer.byteLength(text);
+        if (bytes > budget) {
+          chunk += Buffer.from(text).subarray(0, budget).toString();
+          res.end(chunk);
+          return true;
+        }
+        budget -= bytes;
+        chunk += text;
+        next++;
+      }
+      if (chunk !== '') res.write(chunk);
+      return false;
+    };
+    if (flush()) return;
+    const podKey = storageKey(ctx.type);
+    const over = (): boolean => {
+      const now = this.store.get(podKey, ctx.namespace, name);
+      if (!now || now.metadata.uid !== pod.metadata.uid) return true;
+      const phase = isObject(now.status ?? null) ? (now.status as JsonObject).phase : undefined;
+      return (
+        phase === 'Succeeded' || phase === 'Failed' || isObject(stateOf(now)?.terminated ?? null)
+      );
+    };
+    if (ctx.query.get('follow') !== 'true' || over()) {
       res.end();
       return;
     }
-    let sent = (this.logs.get(key) ?? []).length;
-    const podType = ctx.type;
-    const wake = (): void => {
-      const all = this.logs.get(key) ?? [];
-      for (const line of all.slice(sent)) res.write(render(line));
-      sent = all.length;
-      const now = this.store.get(storageKey(podType), ctx.namespace, name);
-      const phase = isObject(now?.status ?? null) ? (now?.status as JsonObject).phase : undefined;
-      if (!now || phase === 'Succeeded' || phase === 'Failed') stop();
-    };
     const stop = (): void => {
-      this.logFollowers.delete(wake);
+      this.logFollowers.delete(follower);
       unsubscribe();
-      res.end();
+      if (!res.writableEnded) res.end();
+    };
+    follower.stop = stop;
+    follower.wake = () => {
+      if (res.writableEnded || res.destroyed) return;
+      if (flush()) {
+        this.logFollowers.delete(follower);
+        unsubscribe();
+        return;
+      }
+      // A stalled stream, like the kubelet's after a rotation, still ends when the container does.
+      if (over()) stop();
     };
     const unsubscribe = this.store.subscribe((event) => {
       if (
-        event.resource === storageKey(podType) &&
+        event.resource === podKey &&
         event.object.metadata.name === name &&
         event.object.metadata.namespace === ctx.namespace
       )
-        wake();
+        follower.wake();
     });
-    this.logFollowers.set(wake, stop);
+    this.logFollowers.add(follower);
     res.on('close', () => {
-      this.logFollowers.delete(wake);
+      this.logFollowers.delete(follower);
       unsubscribe();
     });
   }

@@ -4,14 +4,23 @@ import * as k8s from '@kubernetes/client-node';
 
 export { k8s };
 
+/**
+ * A client-node config for the double: pass the server's `url` (certificate not checked) or the
+ * server itself, whose `caPem` (TLS) the client then verifies against.
+ */
 export function kubeConfigFor(
-  server: string,
+  target: string | { url: string; caPem?: string },
   namespace = 'default',
   token = 'kiln-double',
 ): k8s.KubeConfig {
+  const { url: server, caPem } = typeof target === 'string' ? { url: target } : target;
   const config = new k8s.KubeConfig();
   config.loadFromOptions({
-    clusters: [{ name: 'double', server, skipTLSVerify: true }],
+    clusters: [
+      caPem === undefined
+        ? { name: 'double', server, skipTLSVerify: true }
+        : { name: 'double', server, caData: Buffer.from(caPem).toString('base64') },
+    ],
     users: [{ name: 'double', token }],
     contexts: [{ name: 'double', cluster: 'double', user: 'double', namespace }],
     currentContext: 'double',

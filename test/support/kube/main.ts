@@ -1,11 +1,15 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeApiServer } from './api-server.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
-/** `npm run kube:double -- --port 6443 [--crds dir]...`: the double, standalone, for people. */
+/**
+ * `npm run kube:double -- --port 6443 [--tls] [--token t] [--crds dir]...`: the double,
+ * standalone, for people. `--tls` serves HTTPS with a CA made at start, and the kubeconfig carries
+ * that CA (also written to <kubeconfig>-ca.crt, for curl --cacert).
+ */
 export async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -15,6 +19,8 @@ export async function main(argv: string[]): Promise<void> {
       crds: { type: 'string', multiple: true },
       kubeconfig: { type: 'string' },
       namespace: { type: 'string', default: 'default' },
+      tls: { type: 'boolean', default: false },
+      token: { type: 'string' },
       // kubectl's typed commands (`kubectl create namespace`) send protobuf, which the double
       // refuses with 415: name the namespaces here (or `kubectl apply -f` a Namespace as YAML).
       namespaces: { type: 'string', default: 'default,kube-system,kube-public,kube-node-lease' },
@@ -27,13 +33,22 @@ export async function main(argv: string[]): Promise<void> {
     crdDirectories,
     bookmarkIntervalMs: 10_000,
     namespaces: [...new Set([...values.namespaces.split(','), values.namespace])].filter(Boolean),
+    tls: values.tls,
+    ...(values.token !== undefined ? { token: values.token } : {}),
   });
   const path = values.kubeconfig
     ? resolve(values.kubeconfig)
     : join(mkdtempSync(join(tmpdir(), 'kube-double-')), 'kubeconfig');
-  writeKubeconfig(path, double.url, values.namespace);
+  writeKubeconfig(path, double, values.namespace);
+  let caLine = '';
+  if (double.caPem !== undefined) {
+    const caPath = `${path}-ca.crt`;
+    writeFileSync(caPath, double.caPem);
+    caLine = `ca: ${caPath}\n`;
+  }
   process.stdout.write(
     `kube double listening on ${double.url} (CRDs from ${crdDirectories.join(', ')})\n` +
+      caLine +
       `kubeconfig: ${path}\n` +
       `try: KUBECONFIG=${path} kubectl get builds\n`,
   );

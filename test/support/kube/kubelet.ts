@@ -1,0 +1,913 @@
+import { randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
+import type { ObjectStore, StoredEvent } from './store.js';
+import { clone, isObject, type JsonObject, type KubeObject } from './types.js';
+
+// ---- time --------------------------------------------------------------------------------------
+
+const BASE_NS = BigInt(Date.now()) * 1_000_000n;
+const BASE_HR = process.hrtime.bigint();
+
+/** Wall-clock nanoseconds, monotonic within the process (the kubelet's CRI log timestamps). */
+export const nowNanos = (): bigint => BASE_NS + (process.hrtime.bigint() - BASE_HR);
+
+/** The kubelet's log timestamp format: RFC3339 with exactly nine fractional digits, UTC. */
+export function rfc3339Nano(ns: bigint): string {
+  const iso = new Date(Number(ns / 1_000_000n)).toISOString();
+  return `${iso.slice(0, 19)}.${(ns % 1_000_000_000n).toString().padStart(9, '0')}Z`;
+}
+
+/** Whole-second RFC3339, as the API server writes object timestamps. */
+export const rfc3339 = (ms = Date.now()): string =>
+  new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+// ---- scripts -----------------------------------------------------------------------------------
+
+/**
+ * What one container does, registered per image with `double.kubelet.script(image, script)`.
+ * Every field is optional: `{}` prints nothing and exits 0 at once.
+ */
+export interface ContainerScript {
+  /** A number prints `numberedLine(1, n)` … `numberedLine(n, n)`; an array prints its strings. */
+  lines?: number | string[];
+  /** Print rate (default 2000 lines/s). Lines due in the same 5 ms tick are written together. */
+  linesPerSecond?: number;
+  /** Lines per write: lines of one write share one nanosecond timestamp (default 1). */
+  linesPerWrite?: number;
+  /** After the lines, print `crcLine(...)` over every byte printed before it (lines + '\n'). */
+  printCrc?: boolean;
+  /** Keep running at least this long after starting (a quiet build), default 0. */
+  runMs?: number;
+  /** Never exit on its own: runs until the pod is deleted, evicted or killed by a deadline. */
+  hang?: boolean;
+  /** Exit code at the end (default 0). */
+  exitCode?: number;
+  /** End as the kernel OOM killer would: exit code 137, reason `OOMKilled`. */
+  oomKilled?: boolean;
+  /**
+   * Evict the whole pod (after `afterLines` lines, default: after all of them): every container
+   * is killed (137), the pod goes Failed with `status.reason: Evicted` and `message`.
+   */
+  evict?: true | { afterLines?: number; message?: string };
+}
+
+export const DEFAULT_EVICTION_MESSAGE =
+  'The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 512Mi. Container build was using 10Gi, request is 0, has larger consumption of ephemeral-storage. ';
+
+/** Line `i` of a numbered script: `line 000042 of 000100`. */
+export const numberedLine = (i: number, n: number): string =>
+  `line ${String(i).padStart(6, '0')} of ${String(n).padStart(6, '0')}`;
+
+/** The final line of a `printCrc` script, over the bytes printed before it. */
+export const crcLine = (lines: number, bytes: number, crc: number): string =>
+  `kiln-double: lines=${lines} bytes=${bytes} crc32=${crc.toString(16).padStart(8, '0')}`;
+
+/** The summary a `printCrc` script prints for these lines (each counted with its '\n'). */
+export function summarize(lines: string[]): { lines: number; bytes: number; crc32: number } {
+  let crc = 0;
+  let bytes = 0;
+  for (const line of lines) {
+    const buffer = Buffer.from(`${line}\n`);
+    crc = crc32(buffer, crc);
+    bytes += buffer.length;
+  }
+  return { lines: lines.length, bytes, crc32: crc };
+}
+
+/** A log as received (lines without timestamps): true when its last line is its own correct CRC. */
+export function verifyCrc(lines: string[]): boolean {
+  const last = lines.at(-1);
+  const body = lines.slice(0, -1);
+  const s = summarize(body);
+  return last === crcLine(s.lines, s.bytes, s.crc32);
+}
+
+// ---- the host the controllers act through -----------------------------------------------------
+
+/** What the Job controller and the kubelet need from the API server (implemented by KubeApiServer). */
+export interface ClusterHost {
+  readonly store: ObjectStore;
+  /** Creates a built-in object as a controller would (defaults, validation, generateName). */
+  createAsController(apiVersion: string, kind: string, object: KubeObject): KubeObject;
+  /** Deletes as a controller would (pods: graceful when bound to the node). */
+  deleteAsController(
+    apiVersion: string,
+    kind: string,
+    namespace: string,
+    name: string,
+    policy: 'Background' | 'Foreground' | 'Orphan',
+  ): void;
+  /** Removes a pod for good (the kubelet's final delete after termination). */
+  removePod(namespace: string, name: string): void;
+  appendLog(namespace: string, pod: string, container: string, lines: string[], at?: bigint): void;
+}
+
+const PODS = '/pods';
+const JOBS = 'batch/jobs';
+const NODE = 'kiln-double-node';
+
+const obj = (value: unknown): JsonObject => (isObject(value) ? value : {});
+const list = (value: unknown): JsonObject[] =>
+  Array.isArray(value) ? value.filter((v): v is JsonObject => isObject(v)) : [];
+const str = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+function controllerRef(object: KubeObject, kind: string): string | undefined {
+  return (object.metadata.ownerReferences ?? []).find((r) => r.controller && r.kind === kind)?.uid;
+}
+
+function condition(type: string, status: string, reason?: string, message?: string): JsonObject {
+  const now = rfc3339();
+  return {
+    type,
+    status,
+    lastProbeTime: null,
+    lastTransitionTime: now,
+    ...(reason !== undefined ? { reason } : {}),
+    ...(message !== undefined ? { message } : {}),
+  };
+}
+
+/** Sets a condition, keeping lastTransitionTime when the status did not change. */
+function setCondition(conditions: JsonObject[], next: JsonObject): JsonObject[] {
+  const old = conditions.find((c) => c.type === next.type);
+  if (old && old.status === next.status)
+    return conditions.map((c) =>
+      c === old ? { ...next, lastTransitionTime: old.lastTransitionTime ?? null } : c,
+    );
+  return [...conditions.filter((c) => c.type !== next.type), next];
+}
+
+const isTrue = (conditions: JsonObject[], type: string): boolean =>
+  conditions.some((c) => c.type === type && c.status === 'True');
+
+class Cancelled extends Error {}
+
+// ---- kubelet -----------------------------------------------------------------------------------
+
+interface Termination {
+  exitCode: number;
+  reason: 'Completed' | 'Error' | 'OOMKilled';
+}
+
+interface PodRun {
+  namespace: string;
+  name: string;
+  uid: string;
+  abort: AbortController;
+  /** Set when the pod is being killed (deletion, eviction, deadline). */
+  killed?: 'deleted' | 'evicted';
+  evictionMessage?: string;
+  done: boolean;
+}
+
+export interface FakeKubeletOptions {
+  /** Pending before the first container starts (scheduling, image pull). Default 20 ms. */
+  startDelayMs?: number;
+  /** How long an image without a script runs (prints nothing, exits 0). Default 50 ms. */
+  unknownImageRunMs?: number;
+  /** A deleted pod stays (Failed, with deletionTimestamp) this long after its containers stop. Default 50 ms. */
+  terminationDelayMs?: number;
+}
+
+/**
+ * The fake kubelet of the single node `kiln-double-node`. It runs every pod that has a controller
+ * ownerReference to a Job (bare pods stay under the test's control, as before): Pending →
+ * init containers in order → Running → Succeeded/Failed, each container following the script
+ * registered for its image. Output goes to `pods/log` with nanosecond timestamps.
+ */
+export class FakeKubelet {
+  enabled = true;
+  private readonly scripts = new Map<string, ContainerScript>();
+  private readonly runs = new Map<string, PodRun>();
+  private readonly options: Required<FakeKubeletOptions>;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly host: ClusterHost,
+    options: FakeKubeletOptions = {},
+  ) {
+    this.options = {
+      startDelayMs: options.startDelayMs ?? 20,
+      unknownImageRunMs: options.unknownImageRunMs ?? 50,
+      terminationDelayMs: options.terminationDelayMs ?? 50,
+    };
+    this.unsubscribe = host.store.subscribe((event) => this.onEvent(event));
+  }
+
+  /** Registers (or replaces) what containers of this exact image reference do. */
+  script(image: string, script: ContainerScript): this {
+    this.scripts.set(image, { ...script });
+    return this;
+  }
+
+  clearScripts(): void {
+    this.scripts.clear();
+  }
+
+  /** Pods whose containers are still being run. */
+  get runningPods(): string[] {
+    return [...this.runs.values()].filter((r) => !r.done).map((r) => `${r.namespace}/${r.name}`);
+  }
+
+  /** True while the kubelet runs this pod's containers (its deletion is then graceful). */
+  isRunning(namespace: string, name: string, uid: string): boolean {
+    const run = this.runs.get(`${namespace}/${name}`);
+    return run !== undefined && run.uid === uid && !run.done;
+  }
+
+  /** Evicts a running pod now, as the node-pressure eviction manager would. */
+  evict(namespace: string, name: string, message = DEFAULT_EVICTION_MESSAGE): boolean {
+    const run = this.runs.get(`${namespace}/${name}`);
+    if (!run || run.done) return false;
+    this.kill(run, 'evicted', message);
+    return true;
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    for (const run of this.runs.values()) run.abort.abort();
+    this.runs.clear();
+  }
+
+  private onEvent(event: StoredEvent): void {
+    if (event.resource !== PODS) return;
+    const pod = event.object;
+    const key = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+    const run = this.runs.get(key);
+    if (event.type === 'DELETED') {
+      if (run && run.uid === pod.metadata.uid) {
+        run.abort.abort();
+        this.runs.delete(key);
+      }
+      return;
+    }
+    if (run && run.uid === pod.metadata.uid) {
+      if (pod.metadata.deletionTimestamp && !run.killed) this.kill(run, 'deleted');
+      return;
+    }
+    if (!this.enabled || event.type !== 'ADDED' || !controllerRef(pod, 'Job')) return;
+    if (pod.metadata.deletionTimestamp) return;
+    const started: PodRun = {
+      namespace: pod.metadata.namespace ?? '',
+      name: pod.metadata.name ?? '',
+      uid: pod.metadata.uid ?? '',
+      abort: new AbortController(),
+      done: false,
+    };
+    this.runs.set(key, started);
+    setImmediate(() => void this.runPod(started).catch(() => undefined));
+  }
+
+  private kill(run: PodRun, why: 'deleted' | 'evicted', message?: string): void {
+    if (run.killed) return;
+    run.killed = why;
+    if (message !== undefined) run.evictionMessage = message;
+    run.abort.abort();
+  }
+
+  /** Reads, changes and writes the pod; false when it is gone (or another pod took its name). */
+  private patchPod(run: PodRun, change: (pod: KubeObject, status: JsonObject) => void): boolean {
+    const pod = this.host.store.get(PODS, run.namespace, run.name);
+    if (!pod || pod.metadata.uid !== run.uid) return false;
+    const status = obj(pod.status);
+    change(pod, status);
+    pod.status = status;
+    this.host.store.put(PODS, pod);
+    return true;
+  }
+
+  private sleep(run: PodRun, ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (run.abort.signal.aborted) {
+        reject(new Cancelled());
+        return;
+      }
+      const timer = setTimeout(() => {
+        run.abort.signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(new Cancelled());
+      };
+      run.abort.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private async runPod(run: PodRun): Promise<void> {
+    const pod = this.host.store.get(PODS, run.namespace, run.name);
+    if (!pod) return;
+    const spec = obj(pod.spec);
+    const inits = list(spec.initContainers);
+    const mains = list(spec.containers);
+    const startTime = rfc3339();
+    const waiting = (c: JsonObject, reason: string): JsonObject => ({
+      name: str(c.name),
+      image: str(c.image),
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      started: false,
+      state: { waiting: { reason } },
+      lastState: {},
+    });
+    // Scheduled and bound to the node; containers being created.
+    this.patchPod(run, (p, status) => {
+      p.spec = { ...obj(p.spec), nodeName: NODE };
+      Object.assign(status, {
+        phase: 'Pending',
+        conditions: [
+          condition('PodReadyToStartContainers', 'False'),
+          condition(
+            'Initialized',
+            inits.length > 0 ? 'False' : 'True',
+            ...(inits.length > 0
+              ? [
+                  'ContainersNotInitialized',
+                  `containers with incomplete status: [${inits.map((c) => str(c.name)).join(' ')}]`,
+                ]
+              : []),
+          ),
+          condition(
+            'Ready',
+            'False',
+            'ContainersNotReady',
+            `containers with unready status: [${mains.map((c) => str(c.name)).join(' ')}]`,
+          ),
+          condition(
+            'ContainersReady',
+            'False',
+            'ContainersNotReady',
+            `containers with unready status: [${mains.map((c) => str(c.name)).join(' ')}]`,
+          ),
+          condition('PodScheduled', 'True'),
+        ],
+        hostIP: '10.0.0.10',
+        hostIPs: [{ ip: '10.0.0.10' }],
+        podIP: `10.244.0.${1 + Math.floor(Math.random() * 250)}`,
+        startTime,
+        qosClass: status.qosClass ?? 'BestEffort',
+        ...(inits.length > 0
+          ? { initContainerStatuses: inits.map((c) => waiting(c, 'PodInitializing')) }
+          : {}),
+        containerStatuses: mains.map((c) =>
+          waiting(c, inits.length > 0 ? 'PodInitializing' : 'ContainerCreating'),
+        ),
+      });
+      p.status = status;
+    });
+    const statusKey = (init: boolean): string =>
+      init ? 'initContainerStatuses' : 'containerStatuses';
+    const setState = (init: boolean, name: string, fields: JsonObject): void => {
+      this.patchPod(run, (_p, status) => {
+        status[statusKey(init)] = list(status[statusKey(init)]).map((s) =>
+          s.name === name ? { ...s, ...fields } : s,
+        );
+      });
+    };
+    const started = new Map<string, string>();
+    const terminated = new Map<string, Termination>();
+    try {
+      await this.sleep(run, this.options.startDelayMs);
+      this.patchPod(run, (_p, status) => {
+        status.conditions = setCondition(
+          list(status.conditions),
+          condition('PodReadyToStartContainers', 'True'),
+        );
+      });
+      for (const init of inits) {
+        const name = str(init.name);
+        const result = await this.runContainer(run, init, true, setState, started);
+        terminated.set(name, result);
+        if (result.exitCode !== 0) {
+          this.finish(run, inits, mains, started, terminated, 'Failed');
+          return;
+        }
+      }
+      if (inits.length > 0)
+        this.patchPod(run, (_p, status) => {
+          status.conditions = setCondition(
+            list(status.conditions),
+            condition('Initialized', 'True'),
+          );
+          status.containerStatuses = mains.map((c) => waiting(c, 'ContainerCreating'));
+        });
+      const results = await Promise.all(
+        mains.map((c) => this.runContainer(run, c, false, setState, started)),
+      );
+      results.forEach((r, i) => terminated.set(str(mains[i]?.name), r));
+      this.finish(
+        run,
+        inits,
+        mains,
+        started,
+        terminated,
+        results.every((r) => r.exitCode === 0) ? 'Succeeded' : 'Failed',
+      );
+    } catch (error) {
+      if (!(error instanceof Cancelled)) throw error;
+      if (!run.killed) return; // the pod object went away: nothing left to report
+      this.finish(run, inits, mains, started, terminated, 'Failed');
+      if (run.killed === 'deleted') {
+        await new Promise((resolve) => setTimeout(resolve, this.options.terminationDelayMs));
+        const pod = this.host.store.get(PODS, run.namespace, run.name);
+        if (pod?.metadata.uid === run.uid) this.host.removePod(run.namespace, run.name);
+      }
+    } finally {
+      run.done = true;
+    }
+  }
+
+  /** Writes the terminal pod status: every container terminated (killed ones with 137). */
+  private finish(
+    run: PodRun,
+    inits: JsonObject[],
+    mains: JsonObject[],
+    started: Map<string, string>,
+    terminated: Map<string, Termination>,
+    phase: 'Succeeded' | 'Failed',
+  ): void {
+    const now = rfc3339();
+    const final = (c: JsonObject, s: JsonObject): JsonObject => {
+      const name = str(c.name);
+      const startedAt = started.get(name);
+      if (startedAt === undefined) return s; // never started: stays waiting
+      const t = terminated.get(name) ?? { exitCode: 137, reason: 'Error' };
+      return {
+        ...s,
+        ready: false,
+        started: false,
+        state: {
+          terminated: {
+            exitCode: t.exitCode,
+            reason: t.reason,
+            startedAt,
+            finishedAt: now,
+            containerID: str(s.containerID),
+          },
+        },
+      };
+    };
+    this.patchPod(run, (_p, status) => {
+      status.phase = phase;
+      if (status.initContainerStatuses !== undefined)
+        status.initContainerStatuses = list(status.initContainerStatuses).map((s, i) =>
+          final(inits[i] ?? {}, s),
+        );
+      status.containerStatuses = list(status.containerStatuses).map((s, i) =>
+        final(mains[i] ?? {}, s),
+      );
+      let conditions = list(status.conditions);
+      conditions = setCondition(conditions, condition('PodReadyToStartContainers', 'False'));
+      conditions = setCondition(conditions, condition('Ready', 'False', 'PodCompleted'));
+      conditions = setCondition(conditions, condition('ContainersReady', 'False', 'PodCompleted'));
+      if (run.killed === 'evicted') {
+        conditions = setCondition(
+          conditions,
+          condition('DisruptionTarget', 'True', 'TerminationByKubelet', run.evictionMessage),
+        );
+        status.reason = 'Evicted';
+        status.message = run.evictionMessage ?? DEFAULT_EVICTION_MESSAGE;
+      }
+      status.conditions = conditions;
+    });
+  }
+
+  private async runContainer(
+    run: PodRun,
+    container: JsonObject,
+    init: boolean,
+    setState: (init: boolean, name: string, fields: JsonObject) => void,
+    started: Map<string, string>,
+  ): Promise<Termination> {
+    const name = str(container.name);
+    const image = str(container.image);
+    const script = this.scripts.get(image);
+    const startedAt = rfc3339();
+    started.set(name, startedAt);
+    setState(init, name, {
+      imageID: `docker.io/library/${image.split('@')[0] ?? image}@sha256:${'0'.repeat(64)}`,
+      containerID: `containerd://${randomBytes(32).toString('hex')}`,
+      ready: !init,
+      started: true,
+      state: { running: { startedAt } },
+    });
+    if (!init) this.markReadyIfAllRunning(run);
+    const startMs = Date.now();
+    if (!script) {
+      await this.sleep(run, this.options.unknownImageRunMs);
+    } else {
+      const lines =
+        typeof script.lines === 'number'
+          ? Array.from({ length: script.lines }, (_, i) =>
+              numberedLine(i + 1, script.lines as number),
+            )
+          : (script.lines ?? []);
+      const rate = script.linesPerSecond ?? 2000;
+      const perWrite = Math.max(1, script.linesPerWrite ?? 1);
+      const evictAfter =
+        script.evict === undefined
+          ? undefined
+          : script.evict === true
+            ? lines.length
+            : (script.evict.afterLines ?? lines.length);
+      const message =
+        script.evict !== undefined && script.evict !== true ? script.evict.message : undefined;
+      const printed: string[] = [];
+      const log = (batch: string[]): void => {
+        if (batch.length === 0) return;
+        this.host.appendLog(run.namespace, run.name, name, batch);
+        printed.push(...batch);
+      };
+      let written = 0;
+      const begin = Date.now();
+      while (written < lines.length) {
+        if (evictAfter !== undefined && written >= evictAfter) break;
+        const due = Math.min(
+          lines.length,
+          evictAfter ?? lines.length,
+          Math.max(written + 1, Math.floor(((Date.now() - begin) * rate) / 1000)),
+        );
+        const dueWhole = Math.min(
+          evictAfter ?? lines.length,
+          lines.length,
+          Math.ceil(due / perWrite) * perWrite,
+        );
+        while (written < dueWhole) {
+          const end = Math.min(dueWhole, written + perWrite);
+          log(lines.slice(written, end));
+          written = end;
+        }
+        if (written < lines.length) await this.sleep(run, Math.max(5, Math.min(50, 1000 / rate)));
+      }
+      if (evictAfter !== undefined) {
+        this.kill(run, 'evicted', message ?? DEFAULT_EVICTION_MESSAGE);
+        throw new Cancelled();
+      }
+      if (script.printCrc) {
+        const s = summarize(printed);
+        log([crcLine(s.lines, s.bytes, s.crc32)]);
+      }
+      const left = (script.runMs ?? 0) - (Date.now() - startMs);
+      if (left > 0) await this.sleep(run, left);
+      if (script.hang) await this.sleep(run, 2 ** 31 - 1);
+    }
+    if (run.abort.signal.aborted) throw new Cancelled();
+    const result: Termination = script?.oomKilled
+      ? { exitCode: 137, reason: 'OOMKilled' }
+      : {
+          exitCode: script?.exitCode ?? 0,
+          reason: (script?.exitCode ?? 0) === 0 ? 'Completed' : 'Error',
+        };
+    // Init containers report their termination here; main containers all at once in finish().
+    if (init)
+      setState(init, name, {
+        ready: result.exitCode === 0,
+        started: false,
+        state: {
+          terminated: {
+            exitCode: result.exitCode,
+            reason: result.reason,
+            startedAt,
+            finishedAt: rfc3339(),
+          },
+        },
+      });
+    return result;
+  }
+
+  private markReadyIfAllRunning(run: PodRun): void {
+    this.patchPod(run, (_p, status) => {
+      const statuses = list(status.containerStatuses);
+      if (!statuses.every((s) => isObject(obj(s.state).running))) return;
+      status.phase = 'Running';
+      let conditions = list(status.conditions);
+      conditions = setCondition(conditions, condition('Initialized', 'True'));
+      conditions = setCondition(conditions, condition('Ready', 'True'));
+      conditions = setCondition(conditions, condition('ContainersReady', 'True'));
+      status.conditions = conditions;
+    });
+  }
+}
+
+// ---- Job controller ----------------------------------------------------------------------------
+
+interface JobState {
+  uid: string;
+  namespace: string;
+  name: string;
+  counted: Set<string>;
+  known: Set<string>;
+  ignored: Set<string>;
+  timers: NodeJS.Timeout[];
+  deadlineTimer?: NodeJS.Timeout;
+  ttlTimer?: NodeJS.Timeout;
+  retryAt?: number;
+  /** startTime with milliseconds (the object's is truncated to the second). */
+  startMs?: number;
+}
+
+export interface FakeJobControllerOptions {
+  /** Delay before a failed pod is replaced (the real controller backs off from 10 s). Default 100 ms. */
+  retryDelayMs?: number;
+}
+
+/**
+ * The batch/v1 Job controller for NonIndexed Jobs with parallelism and completions 1: one pod at
+ * a time, counted into `status.active/succeeded/failed`, with the conditions a 1.32 server writes
+ * (SuccessCriteriaMet + Complete, FailureTarget + Failed, Suspended), backoffLimit,
+ * activeDeadlineSeconds, suspend and ttlSecondsAfterFinished.
+ */
+export class FakeJobController {
+  enabled = true;
+  private readonly jobs = new Map<string, JobState>();
+  private readonly pending = new Set<string>();
+  private readonly unsubscribe: () => void;
+  private readonly retryDelayMs: number;
+
+  constructor(
+    private readonly host: ClusterHost,
+    options: FakeJobControllerOptions = {},
+  ) {
+    this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.unsubscribe = host.store.subscribe((event) => this.onEvent(event));
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    for (const state of this.jobs.values()) this.clearTimers(state);
+    this.jobs.clear();
+  }
+
+  private onEvent(event: StoredEvent): void {
+    if (!this.enabled) return;
+    if (event.resource === JOBS) {
+      this.enqueue(event.object.metadata.namespace ?? '', event.object.metadata.name ?? '');
+      return;
+    }
+    if (event.resource !== PODS) return;
+    const owner = controllerRef(event.object, 'Job');
+    if (!owner) return;
+    const ref = (event.object.metadata.ownerReferences ?? []).find((r) => r.uid === owner);
+    if (ref) this.enqueue(event.object.metadata.namespace ?? '', ref.name);
+  }
+
+  private enqueue(namespace: string, name: string): void {
+    const key = `${namespace}/${name}`;
+    if (this.pending.has(key)) return;
+    this.pending.add(key);
+    setImmediate(() => {
+      this.pending.delete(key);
+      if (this.enabled) this.reconcile(namespace, name);
+    });
+  }
+
+  private clearTimers(state: JobState): void {
+    if (state.deadlineTimer) clearTimeout(state.deadlineTimer);
+    if (state.ttlTimer) clearTimeout(state.ttlTimer);
+    for (const t of state.timers) clearTimeout(t);
+    state.timers = [];
+    delete state.deadlineTimer;
+    delete state.ttlTimer;
+  }
+
+  private reconcile(namespace: string, name: string): void {
+    const key = `${namespace}/${name}`;
+    const job = this.host.store.get(JOBS, namespace, name);
+    let state = this.jobs.get(key);
+    if (!job || job.metadata.deletionTimestamp || (state && state.uid !== job.metadata.uid)) {
+      if (state) this.clearTimers(state);
+      this.jobs.delete(key);
+      state = undefined;
+      if (!job || job.metadata.deletionTimestamp) return;
+    }
+    if (!state) {
+      state = {
+        uid: job.metadata.uid ?? '',
+        namespace,
+        name,
+        counted: new Set(),
+        known: new Set(),
+        ignored: new Set(),
+        timers: [],
+      };
+      this.jobs.set(key, state);
+    }
+    const spec = obj(job.spec);
+    const status = clone(obj(job.status));
+    let conditions = list(status.conditions);
+    const finished = isTrue(conditions, 'Complete') || isTrue(conditions, 'Failed');
+    const pods = this.host.store
+      .list(PODS, namespace)
+      .filter((p) => controllerRef(p, 'Job') === state.uid);
+    const phase = (p: KubeObject): string => str(obj(p.status).phase);
+    let succeeded = Number(status.succeeded ?? 0);
+    let failed = Number(status.failed ?? 0);
+    const present = new Set(pods.map((p) => p.metadata.uid ?? ''));
+    for (const p of pods) {
+      const uid = p.metadata.uid ?? '';
+      state.known.add(uid);
+      if (state.counted.has(uid) || state.ignored.has(uid)) continue;
+      if (phase(p) === 'Succeeded') succeeded++;
+      else if (phase(p) === 'Failed') failed++;
+      else continue;
+      state.counted.add(uid);
+    }
+    // A pod that vanished before it finished counts as failed (the job-tracking finalizer's job).
+    for (const uid of state.known)
+      if (!present.has(uid) && !state.counted.has(uid) && !state.ignored.has(uid)) {
+        failed++;
+        state.counted.add(uid);
+      }
+    const active = pods.filter(
+      (p) =>
+        !state.ignored.has(p.metadata.uid ?? '') &&
+        phase(p) !== 'Succeeded' &&
+        phase(p) !== 'Failed' &&
+        !p.metadata.deletionTimestamp,
+    );
+    const terminating = pods.filter(
+      (p) => p.metadata.deletionTimestamp && phase(p) !== 'Succeeded' && phase(p) !== 'Failed',
+    );
+    const killActive = (): void => {
+      for (const p of active) {
+        // Pods killed for the Job's failure count as failed, as with the real controller.
+        failed++;
+        state.counted.add(p.metadata.uid ?? '');
+        this.host.deleteAsController('v1', 'Pod', namespace, p.metadata.name ?? '', 'Background');
+      }
+    };
+    const now = Date.now();
+    const write = (): void => {
+      const next: JsonObject = { ...status, conditions };
+      if (conditions.length === 0) delete next.conditions;
+      for (const [k, v] of [
+        ['succeeded', succeeded],
+        ['failed', failed],
+      ] as const)
+        if (v > 0) next[k] = v;
+        else delete next[k];
+      if (JSON.stringify(next) === JSON.stringify(obj(job.status))) return;
+      const latest = this.host.store.get(JOBS, namespace, name);
+      if (!latest || latest.metadata.uid !== state.uid) return;
+      latest.status = next;
+      this.host.store.put(JOBS, latest);
+    };
+    const setCounts = (activeCount: number): void => {
+      if (activeCount > 0) status.active = activeCount;
+      else delete status.active;
+      status.ready = active.filter((p) =>
+        list(obj(p.status).conditions).some((c) => c.type === 'Ready' && c.status === 'True'),
+      ).length;
+      status.terminating = terminating.length;
+      status.uncountedTerminatedPods = {};
+    };
+    const fail = (reason: string, message: string): void => {
+      killActive();
+      conditions = setCondition(conditions, condition('FailureTarget', 'True', reason, message));
+      conditions = setCondition(conditions, condition('Failed', 'True', reason, message));
+      setCounts(0);
+      this.clearTimers(state);
+      write();
+      this.scheduleTtl(state, spec, now);
+    };
+
+    if (finished) {
+      setCounts(active.length);
+      write();
+      this.scheduleTtl(state, spec, now);
+      return;
+    }
+    if (spec.suspend === true) {
+      for (const p of active) {
+        state.ignored.add(p.metadata.uid ?? '');
+        this.host.deleteAsController('v1', 'Pod', namespace, p.metadata.name ?? '', 'Background');
+      }
+      conditions = setCondition(
+        conditions,
+        condition('Suspended', 'True', 'JobSuspended', 'Job suspended'),
+      );
+      delete status.startTime;
+      delete state.startMs;
+      setCounts(0);
+      this.clearTimers(state);
+      write();
+      return;
+    }
+    if (isTrue(conditions, 'Suspended'))
+      conditions = setCondition(
+        conditions,
+        condition('Suspended', 'False', 'JobResumed', 'Job resumed'),
+      );
+    if (status.startTime === undefined) {
+      status.startTime = rfc3339(now);
+      state.startMs = now;
+    }
+    const startMs = state.startMs ?? Date.parse(str(status.startTime));
+    const deadline =
+      typeof spec.activeDeadlineSeconds === 'number' ? spec.activeDeadlineSeconds : undefined;
+    if (deadline !== undefined && startMs + deadline * 1000 <= now) {
+      fail('DeadlineExceeded', 'Job was active longer than specified deadline');
+      return;
+    }
+    const completions = typeof spec.completions === 'number' ? spec.completions : 1;
+    if (succeeded >= completions) {
+      const message = 'Reached expected number of succeeded pods';
+      conditions = setCondition(
+        conditions,
+        condition('SuccessCriteriaMet', 'True', 'CompletionsReached', message),
+      );
+      conditions = setCondition(
+        conditions,
+        condition('Complete', 'True', 'CompletionsReached', message),
+      );
+      status.completionTime = rfc3339(now);
+      killActive();
+      setCounts(0);
+      this.clearTimers(state);
+      write();
+      this.scheduleTtl(state, spec, now);
+      return;
+    }
+    const backoffLimit = typeof spec.backoffLimit === 'number' ? spec.backoffLimit : 6;
+    if (failed > backoffLimit) {
+      fail('BackoffLimitExceeded', 'Job has reached the specified backoff limit');
+      return;
+    }
+    if (deadline !== undefined && !state.deadlineTimer) {
+      state.deadlineTimer = setTimeout(
+        () => {
+          delete state.deadlineTimer;
+          this.enqueue(namespace, name);
+        },
+        Math.max(0, startMs + deadline * 1000 - now) + 5,
+      );
+    }
+    let activeCount = active.length;
+    if (activeCount === 0 && terminating.length === 0) {
+      const retryAt = failed > 0 ? (state.retryAt ??= now + this.retryDelayMs) : now;
+      if (retryAt <= now) {
+        delete state.retryAt;
+        this.createPod(job, state);
+        activeCount = 1;
+      } else state.timers.push(setTimeout(() => this.enqueue(namespace, name), retryAt - now + 1));
+    }
+    setCounts(activeCount);
+    write();
+  }
+
+  private createPod(job: KubeObject, state: JobState): void {
+    const template = obj(obj(job.spec).template);
+    const templateMeta = obj(template.metadata);
+    const uid = state.uid;
+    const pod = this.host.createAsController('v1', 'Pod', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        generateName: `${state.name}-`,
+        namespace: state.namespace,
+        labels: {
+          ...(obj(templateMeta.labels) as Record<string, string>),
+          'batch.kubernetes.io/controller-uid': uid,
+          'batch.kubernetes.io/job-name': state.name,
+          'controller-uid': uid,
+          'job-name': state.name,
+        },
+        ...(isObject(templateMeta.annotations)
+          ? { annotations: templateMeta.annotations as Record<string, string> }
+          : {}),
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            name: state.name,
+            uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+      spec: clone(obj(template.spec)),
+    });
+    state.known.add(pod.metadata.uid ?? '');
+  }
+
+  private scheduleTtl(state: JobState, spec: JsonObject, finishedAt: number): void {
+    const ttl = spec.ttlSecondsAfterFinished;
+    if (typeof ttl !== 'number' || state.ttlTimer) return;
+    state.ttlTimer = setTimeout(
+      () => {
+        const job = this.host.store.get(JOBS, state.namespace, state.name);
+        if (job?.metadata.uid === state.uid)
+          this.host.deleteAsController(
+            'batch/v1',
+            'Job',
+            state.namespace,
+            state.name,
+            'Background',
+          );
+      },
+      Math.max(0, finishedAt + ttl * 1000 - Date.now()),
+    );
+  }
+}
