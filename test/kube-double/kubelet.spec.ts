@@ -148,6 +148,7 @@ describe(`${KubeApiServer.name} Job controller and kubelet`, () => {
 
   it('retries a failed pod while the backoffLimit allows, then succeeds with failed: 1 counted', async () => {
     server.kubelet.script(KANIKO, { exitCode: 1 });
+    server.jobController.retryDelayMs = 1_000; // time to switch the script before the retry
     const created = batch.createNamespacedJob({
       namespace: NS,
       body: jobBody('retry', { spec: { backoffLimit: 1 } }),
@@ -267,29 +268,33 @@ describe(`${KubeApiServer.name} Job controller and kubelet`, () => {
   it('runs init containers in order, each to termination, before the main container starts', async () => {
     server.kubelet.script(GIT, { lines: ['cloned'], runMs: 100 });
     server.kubelet.script(KANIKO, { lines: ['built'] });
+    // Every state the pod passes through, from a real watch (no sampling that load could skip).
+    const phases: string[] = [];
+    const state = (s: k8s.V1ContainerStatus | undefined): string =>
+      s?.state?.running ? 'running' : s?.state?.terminated ? 'terminated' : 'waiting';
+    const watching = await new k8s.Watch(kubeConfigFor(server.url, NS)).watch(
+      `/api/v1/namespaces/${NS}/pods`,
+      { labelSelector: 'job-name=inits' },
+      (_type: string, pod: k8s.V1Pod) => {
+        const status = pod.status ?? {};
+        const entry = [
+          status.phase ?? '-',
+          ...(status.initContainerStatuses ?? []).map(state),
+          ...(status.containerStatuses ?? []).map(state),
+        ].join(' ');
+        if (phases.at(-1) !== entry) phases.push(entry);
+      },
+      () => undefined,
+    );
     await batch.createNamespacedJob({
       namespace: NS,
       body: jobBody('inits', { init: [GIT, GIT] }),
     });
-    const phases: string[] = [];
-    const record = (): void => {
-      const pod = server
-        .objects('v1', 'pods', NS)
-        .find((p) => p.metadata.labels?.['job-name'] === 'inits');
-      const status = (pod?.status ?? {}) as k8s.V1PodStatus;
-      const state = (s: k8s.V1ContainerStatus | undefined): string =>
-        s?.state?.running ? 'running' : s?.state?.terminated ? 'terminated' : 'waiting';
-      const entry = [
-        status.phase ?? '-',
-        ...(status.initContainerStatuses ?? []).map(state),
-        ...(status.containerStatuses ?? []).map(state),
-      ].join(' ');
-      if (phases.at(-1) !== entry) phases.push(entry);
-    };
-    const sample = setInterval(record, 5);
     await untilCondition('inits', 'Complete');
-    clearInterval(sample);
-    record();
+    await eventually(
+      () => phases.includes('Succeeded terminated terminated terminated') || undefined,
+    );
+    watching.abort();
     const order = phases.filter((p) => p.split(' ').length === 4);
     expect(order).toEqual(
       expect.arrayContaining([

@@ -623,7 +623,8 @@ export class FakeJobController {
   private readonly jobs = new Map<string, JobState>();
   private readonly pending = new Set<string>();
   private readonly unsubscribe: () => void;
-  private readonly retryDelayMs: number;
+  /** Time between a failed pod and its replacement (the real controller backs off exponentially from 10 s). */
+  retryDelayMs: number;
 
   constructor(
     private readonly host: ClusterHost,
