@@ -12,6 +12,8 @@ const ENV = {
   KILN_WS_MAX_CONNECTIONS_PER_USER: '5',
   KILN_WS_ALLOWED_ORIGINS: 'https://builds.example.com',
   KILN_WS_STALL_SECONDS: '1',
+  // Long enough that every stream here must be driven by notifications, not by the safety poll.
+  KILN_WS_POLL_SECONDS: '120',
 };
 
 describe('live build logs over the WebSocket', () => {

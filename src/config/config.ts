@@ -51,6 +51,8 @@ export class KilnConfig {
   readonly wsHeartbeatMs!: number;
   /** How long a client may leave the send buffer over its high-water mark before it is closed. */
   readonly wsStallMs!: number;
+  /** Streams re-read Postgres this often even without a notification (one may have been lost). */
+  readonly wsPollMs!: number;
   /** Local runner: builds running at once; more wait for a slot. */
   readonly localMaxParallel!: number;
   /** Local runner: `host[:port][/prefix]` that bare tags are pushed under; unset: images stay local. */
@@ -173,6 +175,7 @@ export function loadConfig(
   const wsMaxConnectionsPerUser = integer('KILN_WS_MAX_CONNECTIONS_PER_USER', 20, 1, 10_000);
   const wsHeartbeatMs = integer('KILN_WS_HEARTBEAT_SECONDS', 30, 1, 3600) * 1000;
   const wsStallMs = integer('KILN_WS_STALL_SECONDS', 10, 1, 3600) * 1000;
+  const wsPollMs = integer('KILN_WS_POLL_SECONDS', 5, 1, 3600) * 1000;
   const wsAllowedOrigins = (value('KILN_WS_ALLOWED_ORIGINS') ?? '')
     .split(',')
     .map((origin) => origin.trim())
@@ -244,6 +247,7 @@ export function loadConfig(
     wsMaxConnectionsPerUser,
     wsHeartbeatMs,
     wsStallMs,
+    wsPollMs,
     localMaxParallel,
     localRegistry,
     localInsecureRegistries,

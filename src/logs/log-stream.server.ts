@@ -174,7 +174,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
           highWaterMark: 1024 * 1024,
           stallMs: this.config.wsStallMs,
           heartbeatMs: this.config.wsHeartbeatMs,
-          pollMs: 5_000,
+          pollMs: this.config.wsPollMs,
           expiresAt: upgrade.expiresAt,
         },
       );

@@ -102,8 +102,9 @@ export class LogStreamSession {
       }
       if (lines.length === this.options.batchSize) continue;
       if (!this.statusNews) {
-        // Caught up and the status has not changed: wait for news (or the safety poll).
-        this.statusNews = !(await this.sleep());
+        // Caught up and the status has not changed: wait for news (or the safety poll, after
+        // which the status is looked at again in case a notification was lost).
+        if (!(await this.sleep())) this.statusNews = true;
         continue;
       }
       this.statusNews = false;
@@ -119,7 +120,7 @@ export class LogStreamSession {
         this.statusNews = true; // terminal with lines still to send: read them, then look again
         continue;
       }
-      this.statusNews = !(await this.sleep());
+      if (!(await this.sleep())) this.statusNews = true;
     }
   }
 
