@@ -147,6 +147,8 @@ class Cancelled extends Error {}
 interface Termination {
   exitCode: number;
   reason: 'Completed' | 'Error' | 'OOMKilled';
+  /** When the container ended; containers still running when the pod ends get the pod's end. */
+  finishedAt?: string;
 }
 
 interface PodRun {
@@ -378,7 +380,7 @@ export class FakeKubelet {
       for (const init of inits) {
         const name = str(init.name);
         const result = await this.runContainer(run, init, true, setState, started);
-        terminated.set(name, result);
+        terminated.set(name, { ...result, finishedAt: result.finishedAt ?? rfc3339() });
         if (result.exitCode !== 0) {
           this.finish(run, inits, mains, started, terminated, 'Failed');
           return;
@@ -442,7 +444,7 @@ export class FakeKubelet {
             exitCode: t.exitCode,
             reason: t.reason,
             startedAt,
-            finishedAt: now,
+            finishedAt: t.finishedAt ?? now,
             containerID: str(s.containerID),
           },
         },
