@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
@@ -15,6 +16,10 @@ const BUSYBOX_DOCKERFILE = [
   'RUN echo "hello from kiln" > /greeting && cat /greeting',
   '',
 ].join('\n');
+
+function onPath(tool: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
+}
 
 /** Processes whose command line mentions this text (buildah and its children for a build). */
 function processesMentioning(text: string): number[] {
@@ -186,7 +191,37 @@ describe('the local runner (real buildah, real registry)', () => {
     expect(readdirSync(`${dataDir}/builds/${id}`)).not.toContain('source');
   });
 
-  it.each(['paketo', 'packer'] as const)(
+  const missingTools = (['paketo', 'packer'] as const).filter(
+    (type) => !onPath(type === 'paketo' ? 'pack' : 'packer'),
+  );
+  const withPacker = onPath('packer') ? it : it.skip;
+
+  withPacker(
+    'runs a JSON packer template (validate, then build) when packer is installed',
+    async () => {
+      const manifest = wizardManifest('packer');
+      (manifest['build_config'] as Record<string, unknown>)['packer_template'] = JSON.stringify({
+        builders: [{ type: 'null', communicator: 'none' }],
+        provisioners: [{ type: 'shell-local', inline: ['echo built-by-packer'] }],
+      });
+      const response = await admin.request('POST', '/builds', {
+        tenant_id: seeded.tenantA,
+        project_id: seeded.projectA,
+        manifest,
+      });
+      const { data } = await jsonOf(response);
+      await admin.request('POST', `/builds/${data.id}/start`);
+
+      const build = await finished(data.id);
+
+      expect(build).toMatchObject({ status: 'success' });
+      expect((await logsOf(data.id)).map((l: any) => l.message).join('\n')).toContain(
+        'built-by-packer',
+      );
+    },
+  );
+
+  (missingTools.length > 0 ? it.each(missingTools) : it.skip.each(['paketo'] as const))(
     'fails a %s build without its CLI, saying what is missing',
     async (type) => {
       const response = await admin.request('POST', '/builds', {

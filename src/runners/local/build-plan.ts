@@ -1,5 +1,9 @@
 import { containerfileFor } from '../../build-methods/container.js';
-import type { BuildManifest, BuildMethod } from '../../build-methods/manifest.js';
+import {
+  type BuildManifest,
+  type BuildMethod,
+  paketoBuilderImage,
+} from '../../build-methods/manifest.js';
 import type { BuildConfigSnapshot } from '../../lifecycle/build.entity.js';
 
 /** What the local runner does for one build, decided from its snapshot alone (pure). */
@@ -21,7 +25,29 @@ export type BuildPlan =
       readonly registryRepository: string | undefined;
       readonly needsRepository: boolean;
     }
-  | { readonly kind: 'unsupported'; readonly method: BuildMethod; readonly tool: string };
+  | {
+      readonly kind: 'pack';
+      /** The builder image to run, after mapping the wizard's deprecated names. */
+      readonly builder: string;
+      readonly requestedBuilder: string;
+      readonly buildpacks: readonly string[];
+      readonly env: Readonly<Record<string, string>>;
+      readonly context: string;
+      readonly tags: readonly string[];
+      readonly registryRepository: string | undefined;
+    }
+  | {
+      readonly kind: 'packer';
+      readonly template: string;
+      /** JSON templates go to template.json, HCL2 to template.pkr.hcl (packer picks by name). */
+      readonly templateFile: 'template.json' | 'template.pkr.hcl';
+      readonly variables: Readonly<Record<string, string>>;
+    };
+
+/** The CLI a plan runs besides buildah, if any. */
+export function toolOf(plan: BuildPlan): 'pack' | 'packer' | undefined {
+  return plan.kind === 'dockerfile' ? undefined : plan.kind;
+}
 
 export function planBuild(config: BuildConfigSnapshot): BuildPlan {
   if (config.form === 'reference') {
@@ -42,10 +68,35 @@ export function planBuild(config: BuildConfigSnapshot): BuildPlan {
   const manifest = config.manifest as unknown as BuildManifest;
   const build = manifest.build_config;
   switch (manifest.type) {
-    case 'paketo':
-      return { kind: 'unsupported', method: 'paketo', tool: 'pack' };
-    case 'packer':
-      return { kind: 'unsupported', method: 'packer', tool: 'packer' };
+    case 'paketo': {
+      const paketo = build.paketo_config ?? {};
+      const requested = paketo.builder ?? '';
+      return {
+        kind: 'pack',
+        builder: paketoBuilderImage(requested).image,
+        requestedBuilder: requested,
+        buildpacks: paketo.buildpacks ?? [],
+        env: { ...manifest.environment, ...(paketo.env ?? {}), ...(paketo.build_args ?? {}) },
+        context: build.build_context === '' ? '.' : build.build_context,
+        tags: manifest.tags,
+        registryRepository: build.registry_repository,
+      };
+    }
+    case 'packer': {
+      const template = build.packer_template ?? '';
+      const variables = Object.fromEntries(
+        Object.entries(build.variables ?? {}).map(([name, value]) => [
+          name,
+          typeof value === 'string' ? value : JSON.stringify(value),
+        ]),
+      );
+      return {
+        kind: 'packer',
+        template,
+        templateFile: isJsonObject(template) ? 'template.json' : 'template.pkr.hcl',
+        variables,
+      };
+    }
     case 'container':
     case 'kaniko':
     case 'buildx': {
@@ -70,6 +121,54 @@ export function planBuild(config: BuildConfigSnapshot): BuildPlan {
         needsRepository: false,
       };
     }
+  }
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+  } catch {
+    return false;
+  }
+}
+
+/** `pack build` arguments (pure); `image` is where the result goes, `publish` pushes it there. */
+export function packArgs(
+  plan: Extract<BuildPlan, { kind: 'pack' }>,
+  image: string,
+  path: string,
+  publish: boolean,
+): string[] {
+  return [
+    'build',
+    image,
+    '--builder',
+    plan.builder,
+    '--path',
+    path,
+    ...plan.buildpacks.flatMap((buildpack) => ['--buildpack', buildpack]),
+    ...Object.entries(plan.env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
+    ...(publish ? ['--publish'] : []),
+  ];
+}
+
+/** `packer <command>` arguments for a template in the working directory (pure). */
+export function packerArgs(
+  command: 'init' | 'validate' | 'build',
+  plan: Extract<BuildPlan, { kind: 'packer' }>,
+): string[] {
+  const vars = Object.entries(plan.variables).flatMap(([name, value]) => [
+    '-var',
+    `${name}=${value}`,
+  ]);
+  switch (command) {
+    case 'init':
+      return ['init', plan.templateFile];
+    case 'validate':
+      return ['validate', ...vars, plan.templateFile];
+    case 'build':
+      return ['build', '-color=false', ...vars, plan.templateFile];
   }
 }
 

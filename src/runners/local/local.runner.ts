@@ -15,10 +15,18 @@ import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
+import type { BuilderFormat } from '../../logs/builder-output.js';
 import { LogSink } from '../../logs/log-sink.js';
 import { ProjectsRepository } from '../../projects/projects.repository.js';
 import { BuildRunner, type RunnableBuild } from '../build-runner.js';
-import { type BuildPlan, planBuild, pushTargets } from './build-plan.js';
+import {
+  type BuildPlan,
+  packArgs,
+  packerArgs,
+  planBuild,
+  pushTargets,
+  toolOf,
+} from './build-plan.js';
 import { ChildRun } from './child-process.js';
 import { Slots } from './slots.js';
 
@@ -151,18 +159,133 @@ export class LocalRunner
   }
 
   private async runPlan(build: RunnableBuild, plan: BuildPlan, run: ActiveRun): Promise<void> {
-    if (plan.kind === 'unsupported') {
-      if (!(await onPath(plan.tool))) {
-        throw new BuildFailure(
-          'InvalidSpec',
-          `${plan.method} builds need the \`${plan.tool}\` CLI, which is not installed on this machine; install it or use the Kubernetes runner, which supports ${plan.method}`,
-        );
-      }
+    const tool = toolOf(plan);
+    const method = tool === 'pack' ? 'paketo' : 'packer';
+    if (tool !== undefined && !(await onPath(tool))) {
       throw new BuildFailure(
         'InvalidSpec',
-        `${plan.method} builds are not run by the local runner yet; use the Kubernetes runner`,
+        `${method} builds need the \`${tool}\` CLI, which is not installed on this machine; install it or use the Kubernetes runner, which supports ${method}`,
       );
     }
+    const dir = this.buildDir(build.id);
+    const source = join(dir, 'source');
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(source, { recursive: true });
+    const project = await this.projects.findInTenant(build.tenantId, build.projectId);
+    const repository = project?.gitRepositoryUrl ?? null;
+    if (plan.kind === 'dockerfile' && plan.needsRepository && repository === null) {
+      throw new BuildFailure('InvalidSpec', 'the project has no git repository to build from');
+    }
+    if (repository !== null) await this.checkout(build, repository, source, run);
+    if (run.cancelled) return;
+    const targets = (tags: readonly string[], registryRepository: string | undefined) =>
+      pushTargets(
+        tags,
+        registryRepository,
+        this.config.localRegistry,
+        project?.name ?? 'project',
+        build.buildNumber,
+      );
+
+    switch (plan.kind) {
+      case 'dockerfile':
+        return this.runDockerfile(
+          build,
+          plan,
+          run,
+          dir,
+          source,
+          targets(plan.tags, plan.registryRepository),
+        );
+      case 'pack':
+        return this.runPack(build, plan, run, source, targets(plan.tags, plan.registryRepository));
+      case 'packer':
+        return this.runPacker(build, plan, run, source);
+    }
+  }
+
+  private async runPack(
+    build: RunnableBuild,
+    plan: Extract<BuildPlan, { kind: 'pack' }>,
+    run: ActiveRun,
+    source: string,
+    targets: string[],
+  ): Promise<void> {
+    if (plan.builder !== plan.requestedBuilder) {
+      await this.say(
+        build.id,
+        `builder ${plan.requestedBuilder} is deprecated; using ${plan.builder}`,
+      );
+    }
+    const path = this.inside(source, plan.context);
+    // Without a registry, pack leaves the image with the container engine it talks to.
+    const [image = `kiln/${build.id}:build`, ...more] = targets;
+    const result = await this.runChild(
+      build.id,
+      run,
+      'pack',
+      packArgs(plan, image, path, targets.length > 0),
+      'pack',
+      source,
+      'pack',
+    );
+    if (run.cancelled) return;
+    if (result.code !== 0)
+      throw new BuildFailure('BuildFailed', failureMessage(result.tail, result.code));
+    if (targets.length > 0) await this.say(build.id, `pushed ${image}`);
+    for (const tag of more)
+      await this.say(build.id, `${tag} was not pushed: pack publishes one name per build`);
+  }
+
+  private async runPacker(
+    build: RunnableBuild,
+    plan: Extract<BuildPlan, { kind: 'packer' }>,
+    run: ActiveRun,
+    source: string,
+  ): Promise<void> {
+    await writeFile(join(source, plan.templateFile), plan.template);
+    // `packer init` installs an HCL2 template's plugins; JSON templates have none to install.
+    const commands: Array<'init' | 'validate' | 'build'> =
+      plan.templateFile === 'template.pkr.hcl'
+        ? ['init', 'validate', 'build']
+        : ['validate', 'build'];
+    for (const command of commands) {
+      const result = await this.runChild(
+        build.id,
+        run,
+        'packer',
+        packerArgs(command, plan),
+        'packer',
+        source,
+        'packer',
+      );
+      if (run.cancelled) return;
+      if (result.code !== 0) {
+        throw new BuildFailure(
+          command === 'build' ? 'BuildFailed' : 'InvalidSpec',
+          `packer ${command} failed: ${failureMessage(result.tail, result.code)}`,
+        );
+      }
+    }
+  }
+
+  /** A path inside the checkout, refusing `..` escapes. */
+  private inside(source: string, relative: string): string {
+    const path = resolve(source, relative);
+    if (path !== source && !path.startsWith(source + sep)) {
+      throw new BuildFailure('InvalidSpec', `build context ${relative} is outside the source`);
+    }
+    return path;
+  }
+
+  private async runDockerfile(
+    build: RunnableBuild,
+    plan: Extract<BuildPlan, { kind: 'dockerfile' }>,
+    run: ActiveRun,
+    dir: string,
+    source: string,
+    targets: string[],
+  ): Promise<void> {
     const foreign = plan.platforms.filter((platform) => platform !== HOST_PLATFORM);
     if (foreign.length > 0) {
       throw new BuildFailure(
@@ -170,25 +293,10 @@ export class LocalRunner
         `the local runner builds for ${HOST_PLATFORM} only; ${foreign.join(', ')} need the Kubernetes runner`,
       );
     }
-    const dir = this.buildDir(build.id);
-    const source = join(dir, 'source');
-    await rm(dir, { recursive: true, force: true });
-    await mkdir(source, { recursive: true });
-
-    const project = await this.projects.findInTenant(build.tenantId, build.projectId);
-    const repository = project?.gitRepositoryUrl ?? null;
-    if (plan.needsRepository && repository === null) {
-      throw new BuildFailure('InvalidSpec', 'the project has no git repository to build from');
-    }
-    if (repository !== null) await this.checkout(build, repository, source, run);
-    if (run.cancelled) return;
     if (plan.dockerfile !== undefined)
       await writeFile(join(source, '.kiln.Dockerfile'), plan.dockerfile);
 
-    const context = resolve(source, plan.context);
-    if (context !== source && !context.startsWith(source + sep)) {
-      throw new BuildFailure('InvalidSpec', `build context ${plan.context} is outside the source`);
-    }
+    const context = this.inside(source, plan.context);
     const image = `localhost/kiln/${build.id}:build`;
     const buildah = this.buildahArgs(dir);
     const bud = [
@@ -215,13 +323,6 @@ export class LocalRunner
     if (built.code !== 0)
       throw new BuildFailure('BuildFailed', failureMessage(built.tail, built.code));
 
-    const targets = pushTargets(
-      plan.tags,
-      plan.registryRepository,
-      this.config.localRegistry,
-      project?.name ?? 'project',
-      build.buildNumber,
-    );
     if (targets.length === 0) {
       await this.say(
         build.id,
@@ -312,11 +413,12 @@ export class LocalRunner
     args: string[],
     container: string,
     cwd: string,
+    format: BuilderFormat | undefined = command === 'buildah' ? 'buildah' : undefined,
   ) {
     const child = new ChildRun(command, args, {
       cwd,
       container,
-      format: command === 'buildah' ? 'buildah' : undefined,
+      format,
       env: { ...process.env, BUILDAH_ISOLATION: 'chroot', LC_ALL: 'C' },
       onLines: async (lines) => {
         await this.sink.append(buildId, lines);
