@@ -30,24 +30,7 @@ describeWithKubectl(`${KubeApiServer.name} with kubectl`, () => {
   let dir: string;
   let kubeconfig: string;
 
-  const kubectl = (...args: string[]): Promise<Run> =>
-    new Promise((resolve) => {
-      execFile(
-        'kubectl',
-        [
-          '--kubeconfig',
-          kubeconfig,
-          '--cache-dir',
-          join(dir, 'cache'),
-          '--request-timeout',
-          '10s',
-          ...args,
-        ],
-        { timeout: 15_000, env: { ...process.env, HOME: dir } },
-        (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      );
-    });
+  const kubectl = (...args: string[]): Promise<Run> => kubectlWith(kubeconfig, dir, ...args);
   const file = (name: string, text: string): string => {
     const path = join(dir, name);
     writeFileSync(path, text);
