@@ -11,7 +11,6 @@ import {
   Res,
 } from '@nestjs/common';
 import {
-  ApiBearerAuth,
   ApiBody,
   ApiExtraModels,
   ApiHeader,
@@ -46,11 +45,10 @@ import {
   WizardCreateBuildDto,
 } from './dto/create-build.dto.js';
 import { ListBuildsQueryDto } from './dto/list-builds.dto.js';
-import { ApiErrors } from '../common/openapi.js';
+import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
 
 @ApiTags('builds')
-@ApiBearerAuth()
-@ApiHeader({ name: 'X-Tenant-ID', required: true, description: 'Tenant UUID (not the nil UUID)' })
+@ApiTenantScoped()
 @ApiExtraModels(
   ReferenceCreateBuildDto,
   WizardCreateBuildDto,

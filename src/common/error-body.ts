@@ -1,4 +1,4 @@
-import { assertUnreachable, ErrorCode, type ErrorDetails } from './errors.js';
+import { assertUnreachable, ErrorCode, type ErrorDetails, type KilnError } from './errors.js';
 
 /** The spec's Error.code values (section 7); the wire never carries anything else. */
 export const API_ERROR_CODES = [
@@ -49,4 +49,22 @@ export function httpStatusOf(code: ErrorCode): { status: number; apiCode: ApiErr
     default:
       return assertUnreachable(code);
   }
+}
+
+/** The Error body of a domain error, and its HTTP status: what every refusal sends. */
+export function errorResponseOf(
+  error: KilnError,
+  traceId: string | null,
+): { status: number; body: ErrorBody } {
+  const { status, apiCode } = httpStatusOf(error.code);
+  return {
+    status,
+    body: {
+      error: error.message,
+      code: apiCode,
+      timestamp: new Date().toISOString(),
+      trace_id: traceId,
+      ...(error.details === undefined ? {} : { details: error.details }),
+    },
+  };
 }

@@ -2,7 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { translateDatabaseError } from './database-errors.js';
-import { type ErrorBody, httpStatusOf } from './error-body.js';
+import { errorResponseOf } from './error-body.js';
 import { ErrorCode, KilnError, RateLimitedError } from './errors.js';
 import { setRateLimitHeaders } from './rate-limit-headers.js';
 import { currentRequestContext } from './request-context.js';
@@ -32,8 +32,8 @@ export class HttpErrorFilter implements ExceptionFilter {
     const request = host.switchToHttp().getRequest<Request>();
     const response = host.switchToHttp().getResponse<Response>();
     const error = toKilnError(exception, request);
-    const { status, apiCode } = httpStatusOf(error.code);
     const traceId = currentRequestContext()?.requestId ?? null;
+    const { status, body } = errorResponseOf(error, traceId);
 
     if (status >= 500) {
       const fields = { trace_id: traceId, method: request.method, path: pathOf(request), status };
@@ -52,13 +52,6 @@ export class HttpErrorFilter implements ExceptionFilter {
       return;
     }
     if (error instanceof RateLimitedError) setRateLimitHeaders(response, error.rateLimit, true);
-    const body: ErrorBody = {
-      error: error.message,
-      code: apiCode,
-      timestamp: new Date().toISOString(),
-      trace_id: traceId,
-      ...(error.details === undefined ? {} : { details: error.details }),
-    };
     response.status(status).json(body);
   }
 }

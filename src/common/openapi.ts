@@ -1,6 +1,8 @@
 import { applyDecorators } from '@nestjs/common';
 import { API_ERROR_CODES } from './error-body.js';
 import {
+  ApiBearerAuth,
+  ApiHeader,
   ApiProperty,
   ApiPropertyOptional,
   ApiResponse,
@@ -71,4 +73,16 @@ export function ApiErrors(
     );
   }
   return applyDecorators(...decorators);
+}
+
+/** A controller whose routes need a bearer token and the X-Tenant-ID header (spec section 5). */
+export function ApiTenantScoped(): ClassDecorator {
+  return applyDecorators(
+    ApiBearerAuth(),
+    ApiHeader({
+      name: 'X-Tenant-ID',
+      required: true,
+      description: 'Tenant UUID (not the nil UUID)',
+    }),
+  );
 }

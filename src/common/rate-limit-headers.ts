@@ -15,8 +15,10 @@ export function setRateLimitHeaders(
   response.setHeader('X-RateLimit-Limit', String(info.limit));
   response.setHeader('X-RateLimit-Remaining', String(Math.max(0, info.remaining)));
   response.setHeader('X-RateLimit-Reset', String(resetSeconds));
-  if (refused) {
-    const retryAfter = Math.max(1, Math.ceil((info.resetAt.getTime() - now.getTime()) / 1000));
-    response.setHeader('Retry-After', String(retryAfter));
-  }
+  if (refused) response.setHeader('Retry-After', String(retryAfterSeconds(info, now)));
+}
+
+/** Whole seconds until the window resets, at least 1: the Retry-After of a refusal. */
+export function retryAfterSeconds(info: RateLimitInfo, now: Date = new Date()): number {
+  return Math.max(1, Math.ceil((info.resetAt.getTime() - now.getTime()) / 1000));
 }

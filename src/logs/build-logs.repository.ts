@@ -19,11 +19,6 @@ export interface AppendResult {
   readonly truncated: boolean;
 }
 
-export interface LogCounters {
-  readonly lines: number;
-  readonly truncated: boolean;
-}
-
 interface RawLine {
   seq: number;
   ts: Date;
@@ -115,14 +110,5 @@ export class BuildLogsRepository {
       [buildId, fromSeq, limit],
     );
     return rows;
-  }
-
-  async counters(buildId: string): Promise<LogCounters | undefined> {
-    const rows = await this.dataSource.query<Array<{ log_lines: number; log_truncated: boolean }>>(
-      'SELECT log_lines, log_truncated FROM builds WHERE id = $1',
-      [buildId],
-    );
-    const row = rows[0];
-    return row && { lines: row.log_lines, truncated: row.log_truncated };
   }
 }

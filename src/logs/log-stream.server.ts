@@ -10,7 +10,8 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { Authorizer, parseTenantHeader } from '../auth/authorizer.js';
-import { type ErrorBody, httpStatusOf } from '../common/error-body.js';
+import { errorResponseOf } from '../common/error-body.js';
+import { retryAfterSeconds } from '../common/rate-limit-headers.js';
 import {
   ForbiddenError,
   InvalidRequestError,
@@ -26,7 +27,6 @@ import { LOGGER } from '../common/logger.js';
 import { requestIdFrom } from '../common/request-context.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { BuildLogsRepository } from './build-logs.repository.js';
 import { LogHub } from './log-hub.js';
 import { LogStreamSession } from './log-stream.session.js';
 
@@ -69,7 +69,6 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     private readonly adapterHost: HttpAdapterHost,
     private readonly authorizer: Authorizer,
     private readonly lifecycle: BuildLifecycle,
-    private readonly logs: BuildLogsRepository,
     private readonly hub: LogHub,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -164,7 +163,6 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
         upgrade.buildId,
         upgrade.fromSeq,
         {
-          logs: this.logs,
           hub: this.hub,
           findBuild: (id) => this.lifecycle.find(id),
           logger: this.logger,
@@ -211,18 +209,11 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
 
 /** Answers an upgrade with a plain HTTP error in the spec's Error shape; no 101 is ever sent. */
 function refuse(socket: Duplex, requestId: string, error: KilnError): void {
-  const { status, apiCode } = httpStatusOf(error.code);
-  const body: ErrorBody = {
-    error: error.message,
-    code: apiCode,
-    timestamp: new Date().toISOString(),
-    trace_id: requestId,
-    ...(error.details === undefined ? {} : { details: error.details }),
-  };
+  const { status, body } = errorResponseOf(error, requestId);
   const json = JSON.stringify(body);
   const extra =
     error instanceof RateLimitedError
-      ? `Retry-After: ${Math.max(1, Math.ceil((error.rateLimit.resetAt.getTime() - Date.now()) / 1000))}\r\n`
+      ? `Retry-After: ${retryAfterSeconds(error.rateLimit)}\r\n`
       : '';
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +

@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { isTerminal } from '../lifecycle/build-state.js';
-import type { BuildLogsRepository } from './build-logs.repository.js';
 import { type StoredLogLine, toStreamMessage } from './log-entry.js';
 import type { LogHub } from './log-hub.js';
 
@@ -20,7 +19,6 @@ export interface SessionOptions {
 }
 
 export interface SessionDeps {
-  readonly logs: BuildLogsRepository;
   readonly hub: LogHub;
   readonly findBuild: (id: string) => Promise<BuildEntity | undefined>;
   readonly logger: Logger;
@@ -112,8 +110,7 @@ export class LogStreamSession {
       const build = await this.deps.findBuild(this.buildId);
       if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted');
       if (isTerminal(build.status)) {
-        const counters = await this.deps.logs.counters(this.buildId);
-        if (counters === undefined || this.next >= counters.lines) {
+        if (this.next >= build.logLines) {
           await this.drained();
           return this.close(CLOSE_NORMAL, build.status);
         }

@@ -1,15 +1,14 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
-import { ApiErrors } from '../common/openapi.js';
+import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
 import { BuildLogsDto, LogsQueryDto } from './dto/logs.dto.js';
 import { LogsService } from './logs.service.js';
 
 @ApiTags('logs')
-@ApiBearerAuth()
-@ApiHeader({ name: 'X-Tenant-ID', required: true, description: 'Tenant UUID (not the nil UUID)' })
+@ApiTenantScoped()
 @Controller('builds')
 export class LogsController {
   constructor(private readonly logs: LogsService) {}

@@ -2,12 +2,11 @@ import { Controller, Get } from '@nestjs/common';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
 import { ProjectListResponse, ProjectsService, toProjectResponse } from './projects.service.js';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiErrors } from '../common/openapi.js';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
 
 @ApiTags('projects')
-@ApiBearerAuth()
-@ApiHeader({ name: 'X-Tenant-ID', required: true, description: 'Tenant UUID (not the nil UUID)' })
+@ApiTenantScoped()
 @Controller('projects')
 export class ProjectsController {
   constructor(private readonly projects: ProjectsService) {}
