@@ -64,6 +64,12 @@ export class BuildLifecycle {
           },
         );
       }
+      case 'active-retry': {
+        const active = await this.builds.findActiveRetry(build.retryOf!);
+        throw new ConflictError('This build already has a queued or running retry', {
+          ...(active === undefined ? {} : { build_id: active.id }),
+        });
+      }
       case 'idempotency-clash': {
         const earlier = await this.replay(
           build.tenantId,
@@ -131,7 +137,10 @@ export class BuildLifecycle {
     });
   }
 
-  /** A new queued build with the failed one's configuration; the original stays failed. */
+  /**
+   * A new queued build with the failed one's configuration; the original stays failed. A failed
+   * build has at most one queued or running retry (a unique index decides concurrent retries).
+   */
   async retry(tenantId: string, id: string, createdBy: string | null): Promise<BuildEntity> {
     const original = await this.get(tenantId, id);
     if (!canRetry(original.status)) {

@@ -45,6 +45,7 @@ export type InsertOutcome =
   | { kind: 'created'; build: BuildEntity }
   | { kind: 'project-missing' }
   | { kind: 'duplicate' }
+  | { kind: 'active-retry' }
   | { kind: 'idempotency-clash' };
 
 function uniqueViolationConstraint(error: unknown): string | undefined {
@@ -105,6 +106,7 @@ export class BuildsRepository {
     } catch (error) {
       const constraint = uniqueViolationConstraint(error);
       if (constraint === 'builds_active_duplicate_key') return { kind: 'duplicate' };
+      if (constraint === 'builds_active_retry_key') return { kind: 'active-retry' };
       if (constraint === 'builds_idempotency_key') return { kind: 'idempotency-clash' };
       throw error;
     }
@@ -148,6 +150,17 @@ export class BuildsRepository {
         .createQueryBuilder('b')
         .where('b.project_id = :projectId AND b.git_branch = :gitBranch', { projectId, gitBranch })
         .andWhere("coalesce(b.git_commit, '') = :gitCommit", { gitCommit: gitCommit ?? '' })
+        .andWhere("b.status IN ('queued', 'in_progress')")
+        .getOne()) ?? undefined
+    );
+  }
+
+  /** The queued or running retry of a failed build, if it has one. */
+  async findActiveRetry(retryOf: string): Promise<BuildEntity | undefined> {
+    return (
+      (await this.builds
+        .createQueryBuilder('b')
+        .where('b.retry_of = :retryOf', { retryOf })
         .andWhere("b.status IN ('queued', 'in_progress')")
         .getOne()) ?? undefined
     );

@@ -3,6 +3,7 @@ import { Tenancy1763769600000 } from './1763769600000-tenancy.js';
 import { Builds1763856000000 } from './1763856000000-builds.js';
 import { RateLimits1763942400000 } from './1763942400000-rate-limits.js';
 import { BuildLogs1764028800000 } from './1764028800000-build-logs.js';
+import { ActiveRetry1764115200000 } from './1764115200000-active-retry.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -13,4 +14,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   Builds1763856000000,
   RateLimits1763942400000,
   BuildLogs1764028800000,
+  ActiveRetry1764115200000,
 ];
