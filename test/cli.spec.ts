@@ -60,6 +60,8 @@ describe('the kiln admin CLI', () => {
       'api',
       '--repo',
       'https://git.acme.io/api.git',
+      '--registry',
+      'registry.acme.io:5000/team',
     ]);
     const listed = json(['project', 'list', '--tenant', 'acme']);
 
@@ -71,6 +73,7 @@ describe('the kiln admin CLI', () => {
         id: project.id,
         name: 'api',
         git_repository_url: 'https://git.acme.io/api.git',
+        default_registry: 'registry.acme.io:5000/team',
       }),
     ]);
 

@@ -2,6 +2,7 @@ import {
   BUILD_METHODS,
   type BuildManifest,
   type BuildMethod,
+  outputRepository,
   paketoBuilderImage,
   validateManifest,
 } from './manifest.js';
@@ -352,6 +353,35 @@ describe(validateManifest.name, () => {
     it('treats a tags string of only commas and spaces as no tag', () => {
       expect(rejected({ ...wizard('container'), tags: ' , ,, ' })).toEqual({
         'manifest.tags': 'At least one tag is required',
+      });
+    });
+
+    describe('the kaniko output repository (DESIGN.md: a manifest exactly as section 2.7 defines it)', () => {
+      const withoutRepository = (tags: string[]): Fixture => {
+        const input = wizard('kaniko');
+        delete input.build_config.registry_repository;
+        return { ...input, tags };
+      };
+
+      it('accepts a manifest without registry_repository when a tag is a full image reference', () => {
+        expect(
+          accepted(withoutRepository(['v1', 'harbor.example.com/team/app:v1'])).build_config
+            .registry_repository,
+        ).toBeUndefined();
+      });
+
+      it('accepts a manifest without registry_repository when a default registry is configured', () => {
+        const result = validateManifest(withoutRepository(['v1']), {
+          defaultRegistry: '127.0.0.1:5000/kiln',
+        });
+        expect(result.ok).toBe(true);
+      });
+
+      it('refuses it with the spec message when neither tags nor a default registry give one', () => {
+        expect(rejected(withoutRepository(['v1', 'library:v2']))).toEqual({
+          'manifest.build_config.registry_repository':
+            'Registry repository is required for Kaniko builds',
+        });
       });
     });
 
@@ -710,4 +740,18 @@ describe(paketoBuilderImage.name, () => {
   ])('uses %s as given', (builder) => {
     expect(paketoBuilderImage(builder)).toEqual({ image: builder, mapped: false });
   });
+});
+
+describe(outputRepository.name, () => {
+  it.each<[string | undefined, string[], string | undefined, string | undefined]>([
+    ['reg.io/team/app', ['reg.io/other/x:1'], 'def.io', 'reg.io/team/app'],
+    [undefined, ['v1', 'reg.io:5000/other/x:1'], 'def.io', 'reg.io:5000/other/x'],
+    [undefined, ['v1', 'library:2'], 'def.io/kiln', 'def.io/kiln/my-web'],
+    [undefined, ['v1'], undefined, undefined],
+  ])(
+    'repository %s, tags %j, default %s → %s',
+    (registryRepository, tags, defaultRegistry, expected) => {
+      expect(outputRepository(registryRepository, tags, defaultRegistry, 'My Web')).toBe(expected);
+    },
+  );
 });

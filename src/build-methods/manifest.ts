@@ -157,7 +157,7 @@ type Json = Record<string, unknown>;
  * normalised (lists split and trimmed, empty environment values dropped, defaults filled) and
  * shares no objects with the input.
  */
-export function validateManifest(input: unknown): ManifestResult {
+export function validateManifest(input: unknown, context: ManifestContext = {}): ManifestResult {
   const details: Details = {};
   if (!isPlainObject(input)) return { ok: false, details: { manifest: 'must be an object' } };
   rejectUnknownKeys(input, MANIFEST_KEYS, 'manifest', details);
@@ -173,7 +173,11 @@ export function validateManifest(input: unknown): ManifestResult {
     stringMap(input.environment, 'manifest.environment', details, { dropEmpty: true }) ?? {};
   const tags = normaliseTags(input.tags, details);
   const metadata = jsonObject(input.metadata, 'manifest.metadata', details) ?? {};
-  const buildConfig = readBuildConfig(input.build_config, type, details);
+  const buildConfig = readBuildConfig(input.build_config, type, details, {
+    repositoryFromElsewhere:
+      tags.some((tag) => repositoryOfReference(tag) !== undefined) ||
+      context.defaultRegistry !== undefined,
+  });
 
   if (type === 'container') {
     if (baseImage === '') details['manifest.base_image'] ??= MANIFEST_MESSAGES.baseImageRequired;
@@ -213,10 +217,52 @@ export function paketoBuilderImage(builder: string): { image: string; mapped: bo
   return { image: `${namespace}/builder-jammy-${tag}:latest`, mapped: true };
 }
 
+/** What a manifest is checked against besides itself. */
+export interface ManifestContext {
+  /** The project's or kiln's default registry (`host[:port][/path]`), when one is configured. */
+  readonly defaultRegistry?: string;
+}
+
+/**
+ * The repository a build pushes to (DESIGN.md, "API details decided here"): the manifest's
+ * `registry_repository`, else the repository of the first tag that is a full image reference, else
+ * `<default registry>/<project slug>`; undefined when none gives one.
+ */
+export function outputRepository(
+  registryRepository: string | undefined,
+  tags: readonly string[],
+  defaultRegistry: string | undefined,
+  projectName: string,
+): string | undefined {
+  if (registryRepository !== undefined) return registryRepository;
+  for (const tag of tags) {
+    const repository = repositoryOfReference(tag);
+    if (repository !== undefined) return repository;
+  }
+  return defaultRegistry === undefined ? undefined : `${defaultRegistry}/${slug(projectName)}`;
+}
+
+/** `registry/repo:tag` → `registry/repo`; undefined for a bare tag or a name without a registry. */
+export function repositoryOfReference(tag: string): string | undefined {
+  const slash = tag.lastIndexOf('/');
+  const colon = tag.lastIndexOf(':');
+  return slash > 0 && colon > slash ? tag.slice(0, colon) : undefined;
+}
+
+function slug(name: string): string {
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '') || 'project'
+  );
+}
+
 function readBuildConfig(
   value: unknown,
   type: BuildMethod | undefined,
   details: Details,
+  output: { repositoryFromElsewhere: boolean },
 ): BuildConfig | undefined {
   const path = 'manifest.build_config';
   if (!isPlainObject(value)) {
@@ -273,7 +319,7 @@ function readBuildConfig(
       if (contextGiven === '') {
         details[at('build_context')] = MANIFEST_MESSAGES.kanikoContextRequired;
       }
-      if (registryRepository === undefined) {
+      if (registryRepository === undefined && !output.repositoryFromElsewhere) {
         details[at('registry_repository')] ??= MANIFEST_MESSAGES.kanikoRegistryRepositoryRequired;
       }
       break;

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
+import { ProjectsModule } from '../projects/projects.module.js';
 import type { BuildRunner } from '../runners/build-runner.js';
 import { RunnersModule } from '../runners/runners.module.js';
 import { BuildsController } from './builds.controller.js';
@@ -10,7 +11,7 @@ export class BuildsModule {
   static forRoot(runner?: Type<BuildRunner>): DynamicModule {
     return {
       module: BuildsModule,
-      imports: [LifecycleModule, RunnersModule.forRoot(runner)],
+      imports: [LifecycleModule, ProjectsModule, RunnersModule.forRoot(runner)],
       controllers: [BuildsController],
       providers: [BuildsService],
     };

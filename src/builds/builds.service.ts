@@ -5,9 +5,11 @@ import type { TenantContext } from '../auth/tenant-context.js';
 import { validateManifest } from '../build-methods/manifest.js';
 import { ForbiddenError, InvalidRequestError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
+import { KilnConfig } from '../config/config.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import type { NewBuild } from '../lifecycle/builds.repository.js';
+import { ProjectsRepository } from '../projects/projects.repository.js';
 import { BuildRunner } from '../runners/build-runner.js';
 import type { CreateBuildRequest } from './dto/create-build.dto.js';
 import type { ListBuildsQueryDto } from './dto/list-builds.dto.js';
@@ -26,6 +28,8 @@ export class BuildsService {
   constructor(
     private readonly lifecycle: BuildLifecycle,
     private readonly runner: BuildRunner,
+    private readonly projects: ProjectsRepository,
+    private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -55,19 +59,26 @@ export class BuildsService {
             method: null,
             config: { form: 'reference', build_args: request.body.build_args ?? null },
           }
-        : { ...common, ...this.fromWizard(tenant, request.body) };
+        : { ...common, ...(await this.fromWizard(tenant, request.body)) };
     const created = await this.lifecycle.create(build);
     return { form: request.form, ...created };
   }
 
-  private fromWizard(
+  private async fromWizard(
     tenant: TenantContext,
     body: Extract<CreateBuildRequest, { form: 'wizard' }>['body'],
-  ): Pick<NewBuild, 'projectId' | 'gitBranch' | 'gitCommit' | 'method' | 'config'> {
+  ): Promise<Pick<NewBuild, 'projectId' | 'gitBranch' | 'gitCommit' | 'method' | 'config'>> {
     if (body.tenant_id.toLowerCase() !== tenant.tenantId) {
       throw new ForbiddenError('tenant_id does not match X-Tenant-ID');
     }
-    const result = validateManifest(body.manifest);
+    // A missing project is the insert's 404; here it only means no project default registry.
+    const project = await this.projects.findInTenant(
+      tenant.tenantId,
+      body.project_id.toLowerCase(),
+    );
+    const result = validateManifest(body.manifest, {
+      defaultRegistry: project?.defaultRegistry ?? this.config.localRegistry,
+    });
     if (!result.ok) throw InvalidRequestError.listing('Invalid build manifest', result.details);
     return {
       projectId: body.project_id.toLowerCase(),

@@ -69,10 +69,12 @@ export async function runCommand(
     case 'project create': {
       const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
       const repo = flags['repo'];
+      const registry = flags['registry'];
       const project = await services.projects.create(
         tenant.id,
         required(flags, 'name'),
         typeof repo === 'string' ? repo : undefined,
+        typeof registry === 'string' ? registry : undefined,
       );
       return {
         text: `created project ${project.name} in tenant ${tenant.name}\n  id: ${project.id}`,

@@ -20,8 +20,9 @@ Commands:
   user create --email <e-mail> --password-stdin    Create a user; the password is read from stdin.
   member add --tenant <id|name> --email <e-mail> --role <admin|developer|viewer>
                                                    Add a user to a tenant, or change their role.
-  project create --tenant <id|name> --name <name> [--repo <git URL>]
-                                                   Create a project.
+  project create --tenant <id|name> --name <name> [--repo <git URL>] [--registry <host[:port][/path]>]
+                                                   Create a project; --registry is where builds
+                                                   that name no repository push their images.
   project list --tenant <id|name>                  List a tenant's projects.
 
 Options:
@@ -50,6 +51,7 @@ async function main(argv: string[]): Promise<number> {
       role: { type: 'string' },
       name: { type: 'string' },
       repo: { type: 'string' },
+      registry: { type: 'string' },
     },
   });
   if (values.help === true || positionals.length === 0) {

@@ -20,6 +20,10 @@ export class ProjectEntity {
   @Column('text', { name: 'git_repository_url', nullable: true })
   gitRepositoryUrl!: string | null;
 
+  /** `host[:port][/path]` that builds naming no repository push to (as `<registry>/<project>`). */
+  @Column('text', { name: 'default_registry', nullable: true })
+  defaultRegistry!: string | null;
+
   @Column('integer', { name: 'next_build_number', default: 1 })
   nextBuildNumber!: number;
 

@@ -10,8 +10,15 @@ export class ProjectsRepository {
     this.projects = dataSource.getRepository(ProjectEntity);
   }
 
-  create(tenantId: string, name: string, gitRepositoryUrl: string | null): Promise<ProjectEntity> {
-    return this.projects.save(this.projects.create({ tenantId, name, gitRepositoryUrl }));
+  create(
+    tenantId: string,
+    name: string,
+    gitRepositoryUrl: string | null,
+    defaultRegistry: string | null,
+  ): Promise<ProjectEntity> {
+    return this.projects.save(
+      this.projects.create({ tenantId, name, gitRepositoryUrl, defaultRegistry }),
+    );
   }
 
   listByTenant(tenantId: string): Promise<ProjectEntity[]> {

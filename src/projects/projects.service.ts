@@ -5,6 +5,8 @@ import type { ProjectEntity } from './project.entity.js';
 import { ProjectsRepository } from './projects.repository.js';
 
 /** https://, ssh:// and git:// URLs, and scp-like `user@host:path`. No file:// or local paths. */
+/** `host[:port][/path]`: where images of builds that name no repository go. */
+const REGISTRY = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._-]+)*$/;
 const GIT_URL = /^(?:(?:https|ssh|git):\/\/[^\s/]+\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+)$/;
 
 export class ProjectResponse {
@@ -12,6 +14,7 @@ export class ProjectResponse {
   @ApiProperty({ format: 'uuid' }) tenant_id!: string;
   @ApiProperty() name!: string;
   @ApiPropertyOptional({ type: String, nullable: true }) git_repository_url!: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true }) default_registry!: string | null;
   @ApiProperty({ format: 'date-time' }) created_at!: string;
   @ApiProperty({ format: 'date-time' }) updated_at!: string;
 }
@@ -26,6 +29,7 @@ export function toProjectResponse(project: ProjectEntity): ProjectResponse {
     tenant_id: project.tenantId,
     name: project.name,
     git_repository_url: project.gitRepositoryUrl,
+    default_registry: project.defaultRegistry,
     created_at: project.createdAt.toISOString(),
     updated_at: project.updatedAt.toISOString(),
   };
@@ -35,15 +39,28 @@ export function toProjectResponse(project: ProjectEntity): ProjectResponse {
 export class ProjectsService {
   constructor(private readonly projects: ProjectsRepository) {}
 
-  async create(tenantId: string, name: string, gitRepositoryUrl?: string): Promise<ProjectEntity> {
+  async create(
+    tenantId: string,
+    name: string,
+    gitRepositoryUrl?: string,
+    defaultRegistry?: string,
+  ): Promise<ProjectEntity> {
     const trimmed = name.trim();
     const details: Record<string, string> = {};
     if (trimmed.length < 1 || trimmed.length > 100) details['name'] = 'length 1-100';
     if (gitRepositoryUrl !== undefined && !GIT_URL.test(gitRepositoryUrl)) {
       details['git_repository_url'] = 'an https://, ssh://, git:// or user@host:path URL';
     }
+    if (defaultRegistry !== undefined && !REGISTRY.test(defaultRegistry)) {
+      details['default_registry'] = 'host[:port][/path], e.g. registry.example.com/team';
+    }
     if (Object.keys(details).length > 0) throw new InvalidRequestError('Invalid project', details);
-    return this.projects.create(tenantId, trimmed, gitRepositoryUrl ?? null);
+    return this.projects.create(
+      tenantId,
+      trimmed,
+      gitRepositoryUrl ?? null,
+      defaultRegistry ?? null,
+    );
   }
 
   list(tenantId: string): Promise<ProjectEntity[]> {

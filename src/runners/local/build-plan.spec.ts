@@ -108,4 +108,11 @@ describe(pushTargets.name, () => {
     ]);
     expect(pushTargets(['v1'], undefined, undefined, 'web', 7)).toEqual([]);
   });
+
+  it('pushes bare tags under the repository of a full tag when the manifest names none', () => {
+    expect(pushTargets(['v1', 'reg.io:5000/team/app:2'], undefined, 'other.io', 'web', 7)).toEqual([
+      'reg.io:5000/team/app:v1',
+      'reg.io:5000/team/app:2',
+    ]);
+  });
 });

@@ -2,7 +2,9 @@ import { containerfileFor } from '../../build-methods/container.js';
 import {
   type BuildManifest,
   type BuildMethod,
+  outputRepository,
   paketoBuilderImage,
+  repositoryOfReference,
 } from '../../build-methods/manifest.js';
 import type { BuildConfigSnapshot } from '../../lifecycle/build.entity.js';
 
@@ -173,38 +175,23 @@ export function packerArgs(
 }
 
 /**
- * Where each tag is pushed: a full reference as given; a bare tag under the manifest's registry
- * repository, else under KILN_LOCAL_REGISTRY/<project>. Undefined entries are kept locally only.
+ * Where each tag is pushed: a full reference as given; a bare tag under the build's output
+ * repository (`outputRepository`: the manifest's, a full tag's, or the default registry's). With no
+ * repository, bare tags are not pushed and the image stays on this machine.
  */
 export function pushTargets(
   tags: readonly string[],
   registryRepository: string | undefined,
-  localRegistry: string | undefined,
+  defaultRegistry: string | undefined,
   projectName: string,
   buildNumber: number,
 ): string[] {
-  const repository =
-    registryRepository ??
-    (localRegistry === undefined ? undefined : `${localRegistry}/${slug(projectName)}`);
+  const repository = outputRepository(registryRepository, tags, defaultRegistry, projectName);
   const wanted = tags.length === 0 ? [String(buildNumber)] : tags;
   const targets: string[] = [];
   for (const tag of wanted) {
-    if (isFullReference(tag)) targets.push(tag);
+    if (repositoryOfReference(tag) !== undefined) targets.push(tag);
     else if (repository !== undefined) targets.push(`${repository}:${tag}`);
   }
   return targets;
-}
-
-function isFullReference(tag: string): boolean {
-  const lastSegment = tag.slice(tag.lastIndexOf('/') + 1);
-  return tag.includes('/') && lastSegment.includes(':');
-}
-
-function slug(name: string): string {
-  return (
-    name
-      .toLowerCase()
-      .replace(/[^a-z0-9._-]+/g, '-')
-      .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '') || 'project'
-  );
 }
