@@ -54,6 +54,10 @@ build: deps ## Compile src/ to dist/.
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
 	node bench/logs.bench.mjs
 
+.PHONY: soak
+soak: system-deps build ## Memory soak: 20 local builds of 200,000 lines with subscribers; RSS before, during, after.
+	node --expose-gc bench/soak.bench.mjs
+
 .PHONY: migrate
 migrate: build ## Apply pending database migrations (DATABASE_URL, or the embedded PostgreSQL).
 	node dist/cli/kiln.js migrate

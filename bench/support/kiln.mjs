@@ -31,9 +31,10 @@ class BenchRunner extends BuildRunner {
 
 /**
  * kiln's real HTTP server on 127.0.0.1 (random port) on a fresh embedded PostgreSQL in /dev/shm,
- * with one tenant, one admin and one project, and a token for that admin.
+ * with one tenant, one admin and one project, and a token for that admin. `runner: 'configured'`
+ * keeps the runner KILN_RUNNER selects (the local runner) instead of the no-op bench runner.
  */
-export async function startKiln(env = {}) {
+export async function startKiln(env = {}, { runner = 'bench' } = {}) {
   await removeLeftoversOfKilledRuns();
   const dir = await mkdtemp(`${ROOT}/${PREFIX}${process.pid}-`);
   const logger = createLogger('warn');
@@ -72,7 +73,9 @@ export async function startKiln(env = {}) {
     closers.push(() => dataSource.destroy());
     await runMigrations(dataSource, logger);
 
-    const app = await createApp(config, dataSource, logger, { runner: BenchRunner });
+    const app = await createApp(config, dataSource, logger, {
+      runner: runner === 'bench' ? BenchRunner : undefined,
+    });
     await app.listen(0, '127.0.0.1');
     closers.push(() => app.close());
     const { port } = app.getHttpServer().address();
@@ -94,6 +97,8 @@ export async function startKiln(env = {}) {
       baseUrl,
       databaseUrl: url,
       headers,
+      projectId: project.id,
+      dataSource,
       /** Creates and starts a build over the API; returns its id. */
       async runningBuild() {
         const created = await request(baseUrl, headers, 'POST', '/builds', {
