@@ -3,12 +3,14 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AppModule, type AppOptions } from './app.module.js';
+import { JWT_SECRET } from './auth/jwt.constants.js';
 import { serveOpenApi } from './common/openapi-document.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
 import { NestPinoLogger } from './common/logger.js';
 import { requestContextMiddleware } from './common/request-id.middleware.js';
 import { createValidationPipe } from './common/validation.js';
 import type { KilnConfig } from './config/config.js';
+import { LogSink } from './logs/log-sink.js';
 
 /** Builds the Nest application (not yet listening). main.ts and the tests both start it this way. */
 export async function createApp(
@@ -31,6 +33,10 @@ export async function createApp(
   app.useBodyParser('json', { limit: config.maxBodyBytes });
   app.useGlobalFilters(new HttpErrorFilter(logger));
   app.useGlobalPipes(createValidationPipe());
-  if (config.role !== 'operator') serveOpenApi(app);
+  if (config.role !== 'operator') {
+    // The JWT secret may be generated at start: hand it to the log masker before any build runs.
+    app.get(LogSink).registerProcessSecrets({ 'JWT signing secret': app.get<string>(JWT_SECRET) });
+    serveOpenApi(app);
+  }
   return app;
 }

@@ -1,5 +1,5 @@
 import { ErrorCode } from './errors.js';
-import { translateDatabaseError } from './database-errors.js';
+import { isDatabaseUnavailable, translateDatabaseError } from './database-errors.js';
 
 describe(translateDatabaseError.name, () => {
   it('maps a unique violation to Conflict, also when TypeORM wraps it', () => {
@@ -38,5 +38,33 @@ describe(translateDatabaseError.name, () => {
       translateDatabaseError({ code: '42P01', message: 'relation does not exist' }),
     ).toBeUndefined();
     expect(translateDatabaseError('text')).toBeUndefined();
+  });
+});
+
+describe(isDatabaseUnavailable.name, () => {
+  it.each([
+    [
+      'a refused connection',
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    ],
+    [
+      'a crash shutdown wrapped by TypeORM',
+      { message: 'QueryFailedError', driverError: { code: '57P02' } },
+    ],
+    [
+      'a connection dropped under a wrapper',
+      new Error('append failed', { cause: new Error('Connection terminated unexpectedly') }),
+    ],
+  ])('is true for %s', (_name, error) => {
+    expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  it.each([
+    ['a unique violation', { code: '23505', message: 'duplicate key' }],
+    ['a missing relation', { code: '42P01', message: 'relation does not exist' }],
+    ['a plain error', new Error('Build not found')],
+    ['undefined', undefined],
+  ])('is false for %s', (_name, error) => {
+    expect(isDatabaseUnavailable(error)).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { ConflictError, type KilnError, UnavailableError } from './errors.js';
+import { ConflictError, ErrorCode, type KilnError, UnavailableError } from './errors.js';
 
 // SQLSTATE classes and node-postgres / socket messages that mean "the database is not there right
 // now" rather than "the query is wrong": connection exceptions (08), operator intervention (57P0x:
@@ -47,6 +47,15 @@ export function translateDatabaseError(error: unknown): KilnError | undefined {
     return error.errors.map(translateDatabaseError).find((e) => e !== undefined);
   }
   return undefined;
+}
+
+/**
+ * True when `error` (or an error it wraps) says the database cannot be reached right now (refused
+ * or dropped connection, server shutting down or starting up, pool timeout), as opposed to a query
+ * the database rejected. Such a failure is worth retrying once the database is back.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return translateDatabaseError(error)?.code === ErrorCode.Unavailable;
 }
 
 function isObject(value: unknown): value is object {

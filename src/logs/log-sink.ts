@@ -1,5 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, Optional } from '@nestjs/common';
 import type { Logger } from 'pino';
+import { isDatabaseUnavailable } from '../common/database-errors.js';
 import { NotFoundError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
@@ -9,6 +10,7 @@ import {
   type AppendResult,
   BuildLogsRepository,
   type NewLogLine,
+  UncertainCommitError,
 } from './build-logs.repository.js';
 import { MAX_LINE_BYTES } from './line-splitter.js';
 import { type Registration, SecretMasker } from './secret-masker.js';
@@ -31,42 +33,121 @@ export interface LogLineInput {
   readonly continued?: boolean;
 }
 
+/** A builder step read from its output: reported as the build's progress. */
+interface Step {
+  readonly current: number;
+  readonly total: number;
+}
+
+/** What `append` did with a batch: stored it, or held it until the database is back. */
+export type SinkAppendResult =
+  | (AppendResult & { readonly buffered: false })
+  | {
+      readonly buffered: true;
+      /** Lines this build has waiting in memory for the database, this batch included. */
+      readonly pending: number;
+    };
+
+/** How much of a build's log LogSink holds in memory while the database cannot be reached. */
+export interface LogBufferLimits {
+  /** Lines held per build; past it the oldest held lines are dropped (one marker says so). */
+  readonly maxLines: number;
+  /** Message bytes held per build, the same way. */
+  readonly maxBytes: number;
+  /** How long `release` waits for held lines to be stored before it counts them as lost. */
+  readonly releaseTimeoutMs: number;
+}
+
+/** Optional provider overriding {@link DEFAULT_LOG_BUFFER_LIMITS} (tests use tiny ones). */
+export const LOG_BUFFER_LIMITS = Symbol('LOG_BUFFER_LIMITS');
+
+/**
+ * 50,000 lines or 16 MiB per build: minutes of a busy build's output, enough to ride out a
+ * PostgreSQL restart or failover, at a memory cost bounded per running build.
+ */
+export const DEFAULT_LOG_BUFFER_LIMITS: LogBufferLimits = {
+  maxLines: 50_000,
+  maxBytes: 16 * 1024 * 1024,
+  releaseTimeoutMs: 120_000,
+};
+
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5_000;
+/** Held lines are written in batches of at most this many lines or bytes. */
+const DRAIN_BATCH_LINES = 1_000;
+const DRAIN_BATCH_BYTES = 4 * 1024 * 1024;
+
 /**
  * The one way log lines enter kiln. In order: registered secrets are masked (before anything is
  * stored or sent); lines longer than 64 KiB are split, marked in metadata; level and step are read
  * from the builder's output and steps are reported as the build's progress; the batch is written
  * with dense seqs and announced with NOTIFY. A build's log is capped (KILN_LOG_MAX_BYTES_PER_BUILD):
  * past it, one marker line says so and further lines are counted as dropped, never lost silently.
+ *
+ * kiln's own secrets (JWT signing secret, database URL and password, bootstrap admin password) are
+ * masked in every build's lines, with the build's registered ones.
+ *
+ * Writes for one build happen one after another, in call order. When the database cannot be
+ * reached, `append` holds the build's lines in memory and resolves (a producer is neither blocked
+ * nor failed by an outage); later lines queue behind them, and they are stored in order, with
+ * backoff, once the database is back. Past {@link LogBufferLimits} the oldest held lines are
+ * dropped and one WARN line stored in their place says how many. `release` waits for held lines.
  */
 @Injectable()
-export class LogSink {
+export class LogSink implements OnModuleDestroy {
   private readonly maskers = new Map<string, SecretMasker>();
+  /** Masks builds that registered no secret of their own: kiln's secrets only. */
+  private readonly processMasker = new SecretMasker();
+  private readonly processSecrets = new Set<string>();
   private readonly reportedStep = new Map<string, number>();
   /** The masked tail of a cut line, held back until the rest of the line arrives. */
   private readonly carries = new Map<string, { text: string; line: LogLineInput }>();
+  /** The last write queued for each build: the next one starts after it. */
+  private readonly writes = new Map<string, Promise<unknown>>();
+  /** Builds whose lines wait in memory for the database. */
+  private readonly backlogs = new Map<string, Backlog>();
+  private readonly limits: LogBufferLimits;
 
   constructor(
     private readonly logs: BuildLogsRepository,
     private readonly lifecycle: BuildLifecycle,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+    @Optional() @Inject(LOG_BUFFER_LIMITS) limits?: Partial<LogBufferLimits>,
+  ) {
+    this.limits = { ...DEFAULT_LOG_BUFFER_LIMITS, ...limits };
+    this.registerProcessSecrets(kilnSecrets(config, logs.connectionUrl()));
+  }
+
+  /**
+   * kiln's own secrets, masked in every build's output from now on. Named for the warning logged
+   * when one cannot be masked (shorter than 8 characters…). Registering a value again is a no-op.
+   */
+  registerProcessSecrets(secrets: Readonly<Record<string, string | undefined>>): void {
+    for (const [name, secret] of Object.entries(secrets)) {
+      if (secret === undefined || this.processSecrets.has(secret)) continue;
+      const result = registerIn(this.processMasker, secret);
+      if (!result.accepted) {
+        this.logger.warn(
+          { secret: name, reason: result.reason },
+          "kiln's own secret not registered for masking",
+        );
+        continue;
+      }
+      this.processSecrets.add(secret);
+      for (const masker of this.maskers.values()) masker.register(secret);
+    }
+  }
 
   /** Values to mask in this build's output (build-arg secrets, registry credentials…). */
   registerSecrets(buildId: string, secrets: readonly string[]): Registration[] {
     let masker = this.maskers.get(buildId);
     if (masker === undefined) {
       masker = new SecretMasker();
+      for (const secret of this.processSecrets) masker.register(secret);
       this.maskers.set(buildId, masker);
     }
-    const results = secrets.map((secret): Registration =>
-      secret.length > MAX_SECRET_CHARS
-        ? {
-            accepted: false,
-            reason: `longer than ${MAX_SECRET_CHARS} characters; mount it as a file instead`,
-          }
-        : masker.register(secret),
-    );
+    const results = secrets.map((secret) => registerIn(masker, secret));
     for (const result of results) {
       if (!result.accepted)
         this.logger.warn(
@@ -77,29 +158,65 @@ export class LogSink {
     return results;
   }
 
+  /** Masks `text` exactly as this build's log lines are masked (its secrets and kiln's own). */
+  maskText(buildId: string, text: string): string {
+    return this.maskerFor(buildId).mask(text);
+  }
+
   /**
    * Ends a build's output: stores a held-back tail of a cut line (a producer that stopped
-   * mid-line) and forgets the build's secrets.
+   * mid-line), waits (up to a deadline) for lines held during a database outage to be stored, and
+   * forgets the build's secrets.
    */
   async release(buildId: string): Promise<void> {
     const carry = this.carries.get(buildId);
     if (carry !== undefined)
       await this.append(buildId, [{ ...carry.line, text: '', continued: false }]);
+    await this.writes.get(buildId);
+    const backlog = this.backlogs.get(buildId);
+    if (
+      backlog !== undefined &&
+      !(await settlesWithin(backlog.done, this.limits.releaseTimeoutMs))
+    ) {
+      backlog.abandoned = true;
+      if (this.backlogs.get(buildId) === backlog) this.backlogs.delete(buildId);
+      this.logger.error(
+        { build_id: buildId, lost: backlog.unstored(), waitedMs: this.limits.releaseTimeoutMs },
+        'the database stayed unavailable: log lines held for this finished build are lost',
+      );
+    }
     this.maskers.delete(buildId);
     this.reportedStep.delete(buildId);
   }
 
-  async append(buildId: string, input: readonly LogLineInput[]): Promise<AppendResult> {
-    const masker = this.maskers.get(buildId);
-    const lines: NewLogLine[] = [];
-    let step: { current: number; total: number } | undefined;
+  /** Lines still held in memory are lost with the process: say how many. */
+  onModuleDestroy(): void {
+    for (const [buildId, backlog] of this.backlogs) {
+      backlog.abandoned = true;
+      this.logger.error(
+        { build_id: buildId, lost: backlog.unstored() },
+        'shutting down while the database is unavailable: held log lines are lost',
+      );
+    }
+    this.backlogs.clear();
+  }
+
+  append(buildId: string, input: readonly LogLineInput[]): Promise<SinkAppendResult> {
+    const lines = this.prepare(buildId, input);
+    return this.serially(buildId, () => this.write(buildId, lines));
+  }
+
+  /** Masks, splits and reads the lines now, in call order (the carry of a cut line depends on it). */
+  private prepare(buildId: string, input: readonly LogLineInput[]): HeldLine[] {
+    const masker = this.maskerFor(buildId);
+    const lines: HeldLine[] = [];
     const now = new Date();
     let carry = this.carries.get(buildId);
     for (const line of input) {
       // A piece cut at the splitter's cap goes on in the next piece: mask it joined with what was
       // held back, and hold back its tail, so a secret across the cut is masked whole.
       const joined = carry === undefined ? line.text : carry.text + line.text;
-      const masked = masker === undefined ? joined : masker.mask(joined);
+      const masked = masker.mask(joined);
       let text = masked;
       carry = undefined;
       if (line.continued === true) {
@@ -111,7 +228,6 @@ export class LogSink {
       const pieces = splitUtf8(text, MAX_LINE_BYTES);
       pieces.forEach((piece, index) => {
         const insight = inspectLine(piece, line.format);
-        if (insight.step !== undefined) step = insight.step;
         const continued = index < pieces.length - 1 || line.continued === true;
         const metadata: Record<string, string> = {
           ...insight.metadata,
@@ -119,28 +235,338 @@ export class LogSink {
           ...(continued ? { continued: 'true' } : {}),
         };
         lines.push({
-          ts: line.ts ?? now,
-          level: insight.level,
-          message: piece,
-          metadata: Object.keys(metadata).length === 0 ? null : metadata,
+          kind: 'line',
+          line: {
+            ts: line.ts ?? now,
+            level: insight.level,
+            message: piece,
+            metadata: Object.keys(metadata).length === 0 ? null : metadata,
+          },
+          bytes: Buffer.byteLength(piece, 'utf8'),
+          step: insight.step,
         });
       });
     }
     if (carry === undefined) this.carries.delete(buildId);
     else this.carries.set(buildId, carry);
-    const result = await this.logs.append(
-      buildId,
-      lines,
-      this.config.logMaxBytesPerBuild,
-      truncationMarker,
-    );
-    if (result === undefined) throw new NotFoundError('Build not found');
-    if (step !== undefined && step.current > (this.reportedStep.get(buildId) ?? -1)) {
-      this.reportedStep.set(buildId, step.current);
-      await this.lifecycle.reportProgress(buildId, step.current, step.total);
-    }
-    return result;
+    return lines;
   }
+
+  private maskerFor(buildId: string): SecretMasker {
+    return this.maskers.get(buildId) ?? this.processMasker;
+  }
+
+  /** Runs `task` after the build's previous write has finished, whatever its outcome. */
+  private serially<T>(buildId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.writes.get(buildId) ?? Promise.resolve();
+    const run = previous.then(task);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writes.set(buildId, settled);
+    void settled.then(() => {
+      if (this.writes.get(buildId) === settled) this.writes.delete(buildId);
+    });
+    return run;
+  }
+
+  private async write(buildId: string, lines: HeldLine[]): Promise<SinkAppendResult> {
+    const held = this.backlogs.get(buildId);
+    if (held !== undefined) return this.hold(buildId, held, lines);
+    let result: AppendResult | undefined;
+    try {
+      result = await this.logs.append(
+        buildId,
+        lines.map((l) => l.line),
+        this.config.logMaxBytesPerBuild,
+        truncationMarker,
+      );
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      const backlog = new Backlog(lines, error, this.limits);
+      this.backlogs.set(buildId, backlog);
+      this.logger.warn(
+        { build_id: buildId, err: error },
+        'database unavailable: holding log lines in memory until it is back',
+      );
+      backlog.done = this.drain(buildId, backlog);
+      return { buffered: true, pending: backlog.pending };
+    }
+    if (result === undefined) throw new NotFoundError('Build not found');
+    await this.reportStep(buildId, lines);
+    return { buffered: false, ...result };
+  }
+
+  private hold(buildId: string, backlog: Backlog, lines: readonly HeldLine[]): SinkAppendResult {
+    const dropped = backlog.hold(lines);
+    if (dropped > 0 && !backlog.warnedFull) {
+      backlog.warnedFull = true;
+      this.logger.warn(
+        { build_id: buildId, ...this.limits },
+        'log lines held for the database reached their limit: dropping the oldest',
+      );
+    }
+    return { buffered: true, pending: backlog.pending };
+  }
+
+  /** Stores a backlog's lines in order, retrying with backoff while the database is unavailable. */
+  private async drain(buildId: string, backlog: Backlog): Promise<void> {
+    let wait = RETRY_FIRST_MS;
+    let stored = 0;
+    try {
+      for (;;) {
+        if (backlog.abandoned) return;
+        const batch = backlog.next();
+        if (batch === undefined) break;
+        let result: AppendResult | undefined;
+        try {
+          result = await this.logs.append(
+            buildId,
+            batch.entries.map(toNewLogLine),
+            this.config.logMaxBytesPerBuild,
+            truncationMarker,
+            { storedIfLogLines: batch.storedIfLogLines },
+          );
+        } catch (error) {
+          if (!isDatabaseUnavailable(error)) throw error;
+          if (error instanceof UncertainCommitError)
+            batch.storedIfLogLines = error.logLinesIfCommitted;
+          await delay(wait);
+          wait = Math.min(wait * 2, RETRY_MAX_MS);
+          continue;
+        }
+        if (result === undefined) throw new NotFoundError('Build not found');
+        backlog.stored();
+        stored += batch.entries.length;
+        wait = RETRY_FIRST_MS;
+        await this.reportStep(buildId, batch.entries).catch((error: unknown) =>
+          this.logger.warn({ build_id: buildId, err: error }, 'build progress not reported'),
+        );
+      }
+      this.logger.info(
+        { build_id: buildId, stored },
+        'database available again: held log lines stored',
+      );
+    } catch (error) {
+      // The build is gone (deleted while the database was away) or the write is refused for
+      // good: retrying cannot help.
+      backlog.abandoned = true;
+      this.logger.error(
+        { build_id: buildId, err: error, lost: backlog.unstored() },
+        'held log lines could not be stored; they are lost',
+      );
+    } finally {
+      if (this.backlogs.get(buildId) === backlog) this.backlogs.delete(buildId);
+    }
+  }
+
+  /** Reports the last step read from `entries` as the build's progress when it moved forward. */
+  private async reportStep(buildId: string, entries: readonly Held[]): Promise<void> {
+    let step: Step | undefined;
+    for (const entry of entries) if (entry.kind === 'line' && entry.step) step = entry.step;
+    if (step === undefined || step.current <= (this.reportedStep.get(buildId) ?? -1)) return;
+    try {
+      await this.lifecycle.reportProgress(buildId, step.current, step.total);
+      this.reportedStep.set(buildId, step.current);
+    } catch (error) {
+      // The lines are stored; the next step reports progress again.
+      if (!isDatabaseUnavailable(error)) throw error;
+      this.logger.warn({ build_id: buildId, err: error }, 'build progress not reported');
+    }
+  }
+}
+
+interface HeldLine {
+  readonly kind: 'line';
+  readonly line: NewLogLine;
+  readonly bytes: number;
+  readonly step: Step | undefined;
+}
+
+/** Where held lines were dropped: stored as one WARN line. `ts` is the last dropped line's. */
+interface LostLines {
+  readonly kind: 'lost';
+  readonly count: number;
+  readonly ts: Date;
+}
+
+type Held = HeldLine | LostLines;
+
+interface Batch {
+  readonly entries: readonly Held[];
+  /** Set once an attempt failed during COMMIT: see BuildLogsRepository.append. */
+  storedIfLogLines?: number;
+}
+
+/**
+ * One build's lines waiting for the database, in order: the batch being written (it stays until
+ * it is stored) and a queue behind it. Over the limits, the oldest queued line is dropped and
+ * counted in a marker at its place, merged with the marker before it: lost lines stay one run.
+ */
+class Backlog {
+  done: Promise<void> = Promise.resolve();
+  abandoned = false;
+  warnedFull = false;
+  private batch: Batch | undefined;
+  private queue: Array<Held | undefined> = [];
+  private head = 0;
+  private lines = 0;
+  private bytes = 0;
+
+  constructor(
+    first: readonly HeldLine[],
+    error: unknown,
+    private readonly limits: LogBufferLimits,
+  ) {
+    this.batch = {
+      entries: first,
+      ...(error instanceof UncertainCommitError
+        ? { storedIfLogLines: error.logLinesIfCommitted }
+        : {}),
+    };
+  }
+
+  /** Lines waiting: the batch in flight and the queue. */
+  get pending(): number {
+    return (this.batch?.entries.filter((e) => e.kind === 'line').length ?? 0) + this.lines;
+  }
+
+  /** Lines not stored: waiting, and dropped while waiting. */
+  unstored(): number {
+    let lost = 0;
+    for (const entry of [...(this.batch?.entries ?? []), ...this.queue.slice(this.head)])
+      if (entry?.kind === 'lost') lost += entry.count;
+    return this.pending + lost;
+  }
+
+  /** Queues lines; returns how many held lines were dropped to stay within the limits. */
+  hold(lines: readonly HeldLine[]): number {
+    let dropped = 0;
+    for (const line of lines) {
+      this.queue.push(line);
+      this.lines++;
+      this.bytes += line.bytes;
+      while (this.lines > this.limits.maxLines || this.bytes > this.limits.maxBytes) {
+        this.dropOldest();
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  /** The batch to write next: the one that failed, or the next lines from the queue. */
+  next(): Batch | undefined {
+    if (this.batch !== undefined) return this.batch;
+    const entries: Held[] = [];
+    let lines = 0;
+    let bytes = 0;
+    while (this.head < this.queue.length) {
+      const entry = this.queue[this.head]!;
+      if (entry.kind === 'line') {
+        if (
+          entries.length > 0 &&
+          (lines >= DRAIN_BATCH_LINES || bytes + entry.bytes > DRAIN_BATCH_BYTES)
+        )
+          break;
+        lines++;
+        bytes += entry.bytes;
+      }
+      entries.push(entry);
+      this.queue[this.head++] = undefined;
+    }
+    this.lines -= lines;
+    this.bytes -= bytes;
+    this.compact();
+    this.batch = entries.length === 0 ? undefined : { entries };
+    return this.batch;
+  }
+
+  /** The batch from `next()` is stored. */
+  stored(): void {
+    this.batch = undefined;
+  }
+
+  private dropOldest(): void {
+    let count = 0;
+    let entry = this.queue[this.head]!;
+    while (entry.kind === 'lost') {
+      count += entry.count;
+      this.queue[this.head++] = undefined;
+      entry = this.queue[this.head]!;
+    }
+    this.lines--;
+    this.bytes -= entry.bytes;
+    this.queue[this.head] = { kind: 'lost', count: count + 1, ts: entry.line.ts };
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
+function toNewLogLine(entry: Held): NewLogLine {
+  if (entry.kind === 'line') return entry.line;
+  return {
+    ts: entry.ts,
+    level: 'WARN',
+    message: `[kiln] ${entry.count} log lines were lost while the database was unavailable`,
+    metadata: { dropped: String(entry.count) },
+  };
+}
+
+function registerIn(masker: SecretMasker, secret: string): Registration {
+  return secret.length > MAX_SECRET_CHARS
+    ? {
+        accepted: false,
+        reason: `longer than ${MAX_SECRET_CHARS} characters; mount it as a file instead`,
+      }
+    : masker.register(secret);
+}
+
+/** kiln's own secrets known from its configuration and the database it writes to. */
+function kilnSecrets(
+  config: KilnConfig,
+  connectionUrl: string | undefined,
+): Record<string, string | undefined> {
+  return {
+    KILN_JWT_SECRET: config.jwtSecret.kind === 'generated' ? undefined : config.jwtSecret.secret,
+    KILN_BOOTSTRAP_ADMIN_PASSWORD: config.bootstrapAdmin?.password,
+    ...urlSecrets('DATABASE_URL', config.databaseUrl),
+    ...urlSecrets('database connection URL', connectionUrl),
+  };
+}
+
+function urlSecrets(name: string, url: string | undefined): Record<string, string | undefined> {
+  if (url === undefined) return {};
+  let password: string | undefined;
+  try {
+    const encoded = new URL(url).password;
+    password = encoded === '' ? undefined : decodeURIComponent(encoded);
+  } catch {
+    password = undefined;
+  }
+  return { [name]: url, [`${name} password`]: password };
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((done) => {
+    timer = setTimeout(() => done(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms).unref());
 }
 
 function truncationMarker(capBytes: number): NewLogLine {

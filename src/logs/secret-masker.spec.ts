@@ -194,6 +194,52 @@ describe(SecretMasker.name, () => {
       );
     });
 
+    it("masks the JSON form that writes '/' as '\\/' (PHP's json_encode)", () => {
+      const secret = 'https://user:pw@host/path';
+      const masker = maskerWith(secret);
+      const escaped = phpJsonEscaped(secret);
+      expect(escaped).toContain('\\/');
+
+      expect(masker.mask(`{"url":"${escaped}"}`)).toBe(`{"url":"${MASK}"}`);
+    });
+
+    it("never lets a secret with '/' through in a JSON form that writes '/' as '\\/'", () => {
+      const secretArb = fc
+        .string({
+          unit: fc.oneof(
+            { weight: 5, arbitrary: fc.constantFrom(...printableAscii()) },
+            { weight: 2, arbitrary: fc.constant('/') },
+            { weight: 1, arbitrary: fc.constantFrom('é', '€', '🔑') },
+          ),
+          minLength: 8,
+          maxLength: 40,
+        })
+        .filter((s) => s.includes('/') && [...s].length >= MIN_SECRET_LENGTH);
+      const surrounding = fc
+        .string({ unit: 'grapheme-ascii', maxLength: 30 })
+        .map((s) => s.replace(/[\r\n]/g, ' '));
+
+      fc.assert(
+        fc.property(
+          secretArb,
+          surrounding,
+          surrounding,
+          fc.boolean(),
+          (secret, before, after, asciiOnly) => {
+            const masker = new SecretMasker();
+            expect(masker.register(secret)).toEqual({ accepted: true });
+            const form = phpJsonEscaped(secret, asciiOnly);
+
+            const masked = masker.mask(`${before}"${form}"${after}`);
+
+            expect(masked).not.toContain(form);
+            expect(masked).toContain(MASK);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+
     it('masks the whole of the longer secret when one secret is a prefix of another', () => {
       const masker = maskerWith('abcdefgh', 'abcdefgh-and-more');
 
@@ -311,6 +357,14 @@ describe(SecretMasker.name, () => {
     });
   });
 });
+
+/** A JSON string body as PHP's json_encode writes it: '/' as '\\/', non-ASCII as \\uXXXX unless told not to. */
+function phpJsonEscaped(secret: string, asciiOnly = true): string {
+  const json = JSON.stringify(secret).slice(1, -1).replace(/\//g, '\\/');
+  return asciiOnly
+    ? json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+    : json;
+}
 
 function printableAscii(): string[] {
   return Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i));

@@ -11,10 +11,11 @@ const LONE_SURROGATE = /\p{Cs}/u;
  *
  * Promises: after `mask(line)`, the result contains none of the masked forms of any accepted secret
  * (raw, base64/base64url whole and at each byte alignment inside a larger blob, URL-encoded,
- * JSON-escaped). Every character covered by some occurrence is hidden, so overlapping secrets and
- * secrets that are prefixes of others leak nothing; each covered run becomes one `MASK`. Masking is
- * best-effort (other encodings pass through), and a secret is never "accepted" unless it can be
- * masked: `register` refuses it with a reason instead.
+ * JSON-escaped, also with non-ASCII as `\uXXXX` and `/` as `\/`). Every character covered by some
+ * occurrence is hidden, so overlapping secrets and secrets that are prefixes of others leak
+ * nothing; each covered run becomes one `MASK`. Masking is best-effort (other encodings pass
+ * through), and a secret is never "accepted" unless it can be masked: `register` refuses it with a
+ * reason instead.
  */
 export class SecretMasker {
   private readonly secrets = new Set<string>();
@@ -76,11 +77,16 @@ function maskedForms(secret: string): Set<string> {
   const forms = new Set<string>([secret]);
 
   const json = JSON.stringify(secret).slice(1, -1);
-  forms.add(json);
   // Python's json.dumps (ensure_ascii) and many other encoders escape non-ASCII as \uXXXX.
-  forms.add(
-    json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  const asciiJson = json.replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
+  // PHP's json_encode and some Java encoders also write '/' as '\/' (with or without \uXXXX).
+  for (const form of [json, asciiJson]) {
+    forms.add(form);
+    forms.add(form.replace(/\//g, '\\/'));
+  }
 
   const uriComponent = encodeURIComponent(secret);
   forms.add(uriComponent);
