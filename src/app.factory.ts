@@ -4,10 +4,13 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AppModule, type AppOptions } from './app.module.js';
 import { JWT_SECRET } from './auth/jwt.constants.js';
+import { answerClientErrors } from './common/client-error.js';
 import { serveOpenApi } from './common/openapi-document.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
+import { jsonBodyOptions } from './common/json-body.js';
 import { NestPinoLogger } from './common/logger.js';
 import { requestContextMiddleware } from './common/request-id.middleware.js';
+import { refuseUnstorableText } from './common/text-safety.js';
 import { createValidationPipe } from './common/validation.js';
 import type { KilnConfig } from './config/config.js';
 import { LogSink } from './logs/log-sink.js';
@@ -30,7 +33,9 @@ export async function createApp(
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxyHops);
   app.use(requestContextMiddleware(logger));
-  app.useBodyParser('json', { limit: config.maxBodyBytes });
+  answerClientErrors(app.getHttpServer(), logger);
+  app.useBodyParser('json', jsonBodyOptions(config.maxBodyBytes));
+  app.use(refuseUnstorableText);
   app.useGlobalFilters(new HttpErrorFilter(logger));
   app.useGlobalPipes(createValidationPipe());
   if (config.role !== 'operator') {

@@ -65,7 +65,12 @@ export function toKilnError(
       ? new KilnError(ErrorCode.Internal, 'Internal server error')
       : exception;
   }
-  if (exception instanceof HttpException) return fromHttpException(exception, request);
+  if (exception instanceof HttpException) {
+    // A KilnError thrown in Express middleware (the JSON body checks) arrives wrapped by Nest's
+    // adapter, with body-parser's status (403 for a failed verify): the domain error decides.
+    if (exception.cause instanceof KilnError) return toKilnError(exception.cause, request);
+    return fromHttpException(exception, request);
+  }
   return (
     translateDatabaseError(exception) ?? new KilnError(ErrorCode.Internal, 'Internal server error')
   );

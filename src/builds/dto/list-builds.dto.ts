@@ -1,23 +1,22 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
+import { IsIn, IsOptional, IsUUID } from 'class-validator';
+import { MAX_INT4, QueryInteger } from '../../common/validators.js';
 import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
 import { BUILD_SORT_KEYS, type BuildSortKey } from '../../lifecycle/builds.repository.js';
 
+/** Highest page number: (page - 1) * limit stays an exact integer and a valid SQL OFFSET. */
+export const MAX_PAGE = MAX_INT4;
+export const MAX_PAGE_SIZE = 100;
+
 export class ListBuildsQueryDto {
-  @ApiPropertyOptional({ minimum: 1, default: 1 })
+  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE, default: 1 })
   @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
+  @QueryInteger(1, MAX_PAGE)
   page: number = 1;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
+  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })
   @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
+  @QueryInteger(1, MAX_PAGE_SIZE)
   limit: number = 20;
 
   @ApiPropertyOptional({ enum: BUILD_STATUSES })

@@ -1,22 +1,22 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsOptional } from 'class-validator';
+import { MAX_INT4, QueryInteger } from '../../common/validators.js';
 import { LOG_LEVELS, type LogEntryLevel } from '../log-entry.js';
 
 export class LogsQueryDto {
-  @ApiPropertyOptional({ minimum: 0, default: 0, description: 'First line (seq) to return' })
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: MAX_INT4,
+    default: 0,
+    description: 'First line (seq) to return',
+  })
   @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(0)
+  @QueryInteger(0, MAX_INT4)
   offset: number = 0;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 1000, default: 100 })
   @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(1000)
+  @QueryInteger(1, 1000)
   limit: number = 100;
 }
 
