@@ -154,6 +154,7 @@ describe('live build logs over the WebSocket', () => {
     ['a missing tenant', { 'x-tenant-id': '' }, '', 400, 'INVALID_REQUEST'],
     ['another tenant', { 'x-tenant-id': 'TENANT_B' }, '', 403, 'FORBIDDEN'],
     ['a bad offset', {}, '?offset=-2', 400, 'INVALID_REQUEST'],
+    ['an offset past the largest seq (int4)', {}, '?offset=2147483648', 400, 'INVALID_REQUEST'],
     [
       'an Origin not on the allowlist',
       { origin: 'https://builds.example.com.evil.io' },
@@ -177,6 +178,16 @@ describe('live build logs over the WebSocket', () => {
       });
     },
   );
+
+  it('accepts the largest offset a seq can have (2147483647)', async () => {
+    const id = await runningBuild();
+    const client = stream(kiln, id, '?offset=2147483647');
+
+    await expect(client.opened).resolves.toBeUndefined();
+
+    client.close();
+    await client.closed;
+  });
 
   it('answers 404 for another tenant’s build, a missing build and a path without /stream', async () => {
     const other = new ApiClient(

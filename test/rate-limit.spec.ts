@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { TokenService } from '../src/auth/token.service.js';
 import { type Seeded, seedTenancy } from './support/auth.js';
 import { jsonOf } from './support/http.js';
@@ -121,5 +122,41 @@ describe('API rate limiting', () => {
     expect(statuses[READS]).toBe(429);
     expect(health.status).toBe(200);
     expect(health.headers.get('x-ratelimit-limit')).toBeNull();
+  });
+});
+
+describe('rate limiting behind a trusted proxy', () => {
+  let kiln: TestApp;
+
+  beforeAll(async () => {
+    kiln = await startTestApp({
+      env: { KILN_TRUST_PROXY_HOPS: '1', KILN_RATE_LIMIT_READS: '100' },
+    });
+  });
+
+  afterAll(async () => {
+    await kiln.close();
+  });
+
+  // A client address the proxy passes on is the caller's choice: it must not break the counters.
+  it('counts a caller whose X-Forwarded-For address is kilobytes long, without a 500', async () => {
+    const forwardedFor = randomBytes(6000).toString('base64');
+
+    const first = await fetch(`${kiln.baseUrl}/api/v1/projects`, {
+      headers: { 'x-forwarded-for': forwardedFor },
+    });
+    const second = await fetch(`${kiln.baseUrl}/api/v1/projects`, {
+      headers: { 'x-forwarded-for': forwardedFor },
+    });
+    const login = await fetch(`${kiln.baseUrl}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'x-forwarded-for': forwardedFor, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'nobody@example.com', password: 'not the password' }),
+    });
+
+    expect(first.status).toBe(401);
+    expect(Number(first.headers.get('x-ratelimit-remaining'))).toBe(99);
+    expect(Number(second.headers.get('x-ratelimit-remaining'))).toBe(98);
+    expect(login.status).toBe(401);
   });
 });

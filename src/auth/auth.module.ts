@@ -1,9 +1,10 @@
-import { Module } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { JwtService } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { KilnConfig } from '../config/config.js';
 import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
+import { ApiRateLimitMiddleware } from './api-rate-limit.middleware.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
@@ -21,7 +22,7 @@ const secretProvider = {
   useFactory: (config: KilnConfig) => resolveJwtSecret(config.jwtSecret),
 };
 
-/** Login, access tokens, and the global guard every API route passes. */
+/** Login, access tokens, the rate limit every API request counts against, and the global guard. */
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
   controllers: [AuthController],
@@ -49,4 +50,9 @@ const secretProvider = {
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
 })
-export class AuthModule {}
+export class AuthModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    // A path (app.module.ts API_PREFIX), not the controllers: unknown routes are counted too.
+    consumer.apply(ApiRateLimitMiddleware).forRoutes('api/v1');
+  }
+}

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { RateLimitedError, UnauthorizedError } from '../common/errors.js';
+import { counterKey } from '../ratelimit/rate-limit.service.js';
 import { KilnConfig } from '../config/config.js';
 import { LoginThrottleRepository } from './login-throttle.repository.js';
 import { PasswordHasher } from './password-hasher.js';
@@ -20,30 +21,28 @@ export class AuthService {
 
   /**
    * Exchanges e-mail and password for an access token. Unknown e-mail, wrong password and a
-   * disabled user give the same 401 after the same work; failures are counted per e-mail + client
-   * address and past the limit the answer is 429 until the window ends.
+   * disabled user give the same 401 after the same work. Every attempt is counted per e-mail +
+   * client address before the password is checked (a success clears the count), so parallel
+   * guesses cannot overtake the count: past the limit the answer is 429 until the window ends.
    */
   async login(email: string, password: string, clientAddress: string): Promise<AccessToken> {
     const normalised = email.trim().toLowerCase();
-    const key = `${normalised}|${clientAddress}`;
+    const key = counterKey(`${normalised}|${clientAddress}`);
     const { loginMaxFailures: limit, loginWindowSeconds: window } = this.config;
-    const now = new Date();
 
-    const state = await this.throttle.current(key, window, now);
-    if (state !== undefined && state.failures >= limit) {
+    const { attempts, windowStartedAt } = await this.throttle.countAttempt(key, window, new Date());
+    if (attempts > limit) {
       throw new RateLimitedError('Too many failed logins; wait before trying again', {
         limit,
         remaining: 0,
-        resetAt: new Date(state.windowStartedAt.getTime() + window * 1000),
+        resetAt: new Date(windowStartedAt.getTime() + window * 1000),
       });
     }
 
     const user = await this.users.findByEmail(normalised);
     const valid = await this.hasher.verify(user?.passwordHash, password);
-    if (user === undefined || !valid || user.disabled) {
-      await this.throttle.recordFailure(key, window, now);
+    if (user === undefined || !valid || user.disabled)
       throw new UnauthorizedError(INVALID_CREDENTIALS);
-    }
     await this.throttle.clear(key);
     if (this.hasher.needsRehash(user.passwordHash)) {
       await this.users.updatePasswordHash(user.id, await this.hasher.hash(password));

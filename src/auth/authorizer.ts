@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
+import type { Algorithm } from 'jsonwebtoken';
 import { ForbiddenError, InvalidRequestError, UnauthorizedError } from '../common/errors.js';
 import { isUuid, NIL_UUID } from '../common/formats.js';
 import { KilnConfig } from '../config/config.js';
@@ -14,9 +15,28 @@ export interface VerifiedToken {
   readonly expiresAt: Date;
 }
 
+/**
+ * The JOSE header parameters kiln's tokens carry. kiln signs with one HMAC key that has no id, so
+ * a `kid` names a key kiln does not have; `jku`, `jwk`, `x5u`, `x5c` and the like point at keys
+ * kiln never fetches; `crit` lists extensions it does not understand (RFC 7515 4.1.11): all 401.
+ */
+const TOKEN_HEADER_PARAMETERS = new Set(['alg', 'typ']);
+/** `typ` is a media type: case-insensitive, `application/` optional (RFC 7515 4.1.9). */
+const JWT_MEDIA_TYPE = /^(application\/)?jwt$/i;
+
+/** Whether a verified token's header is one kiln issues. */
+function isKilnHeader(header: Record<string, unknown>): boolean {
+  const { typ } = header;
+  return (
+    Object.keys(header).every((name) => TOKEN_HEADER_PARAMETERS.has(name)) &&
+    (typ === undefined || (typeof typ === 'string' && JWT_MEDIA_TYPE.test(typ)))
+  );
+}
+
 /** The claims every kiln access token must carry; anything else is not a kiln token. */
-export function subjectOf(payload: Record<string, unknown>): VerifiedToken | undefined {
-  const { sub, exp } = payload;
+function subjectOf(payload: unknown): VerifiedToken | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const { sub, exp } = payload as Record<string, unknown>;
   if (typeof exp !== 'number' || typeof sub !== 'string' || !isUuid(sub)) return undefined;
   return {
     userId: sub.toLowerCase(),
@@ -25,9 +45,43 @@ export function subjectOf(payload: Record<string, unknown>): VerifiedToken | und
 }
 
 /**
- * The tenant and permission checks shared by the HTTP guard and the WebSocket upgrade: the
- * X-Tenant-ID must be a non-nil UUID (400), the user a member of that tenant (403), and the
- * member's role must grant the permission (403).
+ * What jsonwebtoken checks for every kiln token, with `complete: true` so the header reaches
+ * {@link acceptVerifiedToken}. Used by the passport strategy (HTTP guard) and `verifyToken`.
+ */
+export function tokenVerifyOptions(config: KilnConfig) {
+  const algorithms: Algorithm[] = [JWT_ALGORITHM];
+  return {
+    algorithms,
+    issuer: config.jwtIssuer,
+    audience: config.jwtAudience,
+    clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS,
+    complete: true as const,
+  };
+}
+
+/**
+ * The rules a signature-checked token (jsonwebtoken's `complete` result) must also meet: a header
+ * kiln issues and the claims of a kiln access token. Throws 401 otherwise.
+ */
+export function acceptVerifiedToken(verified: unknown): VerifiedToken {
+  const { header, payload } = (verified ?? {}) as { header?: unknown; payload?: unknown };
+  const subject = subjectOf(payload);
+  if (typeof header !== 'object' || header === null || subject === undefined)
+    throw new UnauthorizedError('Invalid access token');
+  if (!isKilnHeader(header as Record<string, unknown>))
+    throw new UnauthorizedError('Invalid access token');
+  return subject;
+}
+
+/** The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive). */
+export function bearerTokenOf(authorization: string | undefined): string | undefined {
+  const match = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
+  return match?.[1];
+}
+
+/**
+ * Token, user and tenant checks shared by the HTTP guard, the rate-limit middleware and the
+ * WebSocket upgrade, so the three cannot drift apart.
  */
 @Injectable()
 export class Authorizer {
@@ -37,48 +91,58 @@ export class Authorizer {
     private readonly config: KilnConfig,
   ) {}
 
-  /** Verifies a bearer token the way the HTTP strategy does (HS256 only, iss, aud, exp). */
+  /**
+   * Accepts exactly the access tokens kiln issues: HS256 signed with kiln's key, `iss`, `aud`
+   * and `exp` checked with the clock tolerance, a UUID `sub`, and a header of `alg` and an
+   * optional `typ` of JWT. Anything else is 401.
+   */
   async verifyToken(token: string): Promise<VerifiedToken> {
-    let payload: Record<string, unknown>;
+    let verified: unknown;
     try {
-      payload = await this.jwt.verifyAsync<Record<string, unknown>>(token, {
-        algorithms: [JWT_ALGORITHM],
-        issuer: this.config.jwtIssuer,
-        audience: this.config.jwtAudience,
-        clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS,
-      });
+      verified = await this.jwt.verifyAsync(token, tokenVerifyOptions(this.config));
     } catch {
       throw new UnauthorizedError('Invalid or expired access token');
     }
-    const verified = subjectOf(payload);
-    if (verified === undefined) throw new UnauthorizedError('Invalid access token');
-    return verified;
+    return acceptVerifiedToken(verified);
   }
 
-  async authorizeMember(
+  /**
+   * For the user of a verified token, in one query: the user must still exist and be enabled
+   * (else 401: the token no longer names anyone), the X-Tenant-ID must be a non-nil UUID (400),
+   * the user a member of that tenant (403), and the member's role must grant the permission (403).
+   */
+  async authorize(
     userId: string,
-    tenantId: string,
+    rawTenantId: unknown,
     permission: Permission,
   ): Promise<TenantContext> {
-    const role = await this.memberships.roleOf(tenantId, userId);
-    if (role === undefined) throw new ForbiddenError('Not a member of this tenant');
-    const permissions = permissionsOf(role);
+    const tenant = tenantIdOf(rawTenantId);
+    const access = await this.memberships.accessOf(
+      userId,
+      tenant instanceof InvalidRequestError ? null : tenant,
+    );
+    if (access === undefined)
+      throw new UnauthorizedError("The access token's user no longer exists or is disabled");
+    if (tenant instanceof InvalidRequestError) throw tenant;
+    if (access.role === null) throw new ForbiddenError('Not a member of this tenant');
+    const permissions = permissionsOf(access.role);
     if (!permissions.includes(permission)) {
       throw new ForbiddenError(`Your role in this tenant lacks the permission ${permission}`);
     }
-    return { userId, tenantId, role, permissions };
+    return { userId, tenantId: tenant, role: access.role, permissions };
   }
 }
 
-export function parseTenantHeader(raw: unknown): string {
+/** The X-Tenant-ID as a lower-case non-nil UUID, or the 400 to answer. */
+function tenantIdOf(raw: unknown): string | InvalidRequestError {
   if (typeof raw !== 'string' || raw.trim() === '') {
-    throw new InvalidRequestError('The X-Tenant-ID header is required', {
+    return new InvalidRequestError('The X-Tenant-ID header is required', {
       'X-Tenant-ID': 'required',
     });
   }
   const value = raw.trim().toLowerCase();
   if (!isUuid(value) || value === NIL_UUID) {
-    throw new InvalidRequestError('X-Tenant-ID must be a tenant UUID (not the nil UUID)', {
+    return new InvalidRequestError('X-Tenant-ID must be a tenant UUID (not the nil UUID)', {
       'X-Tenant-ID': 'must be a non-nil UUID',
     });
   }

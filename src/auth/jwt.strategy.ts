@@ -1,33 +1,33 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
-import { ExtractJwt, Strategy } from 'passport-jwt';
+import type { Request } from 'express';
+import { Strategy } from 'passport-jwt';
 import { KilnConfig } from '../config/config.js';
-import { UnauthorizedError } from '../common/errors.js';
+import { acceptVerifiedToken, bearerTokenOf, tokenVerifyOptions } from './authorizer.js';
+import { JWT_SECRET } from './jwt.constants.js';
 import type { AuthenticatedUser } from './tenant-context.js';
-import { subjectOf } from './authorizer.js';
-import { JWT_ALGORITHM, JWT_CLOCK_TOLERANCE_SECONDS, JWT_SECRET } from './jwt.constants.js';
 
 /**
- * Verifies bearer tokens: HS256 only (no `none`, no algorithm confusion), issuer and audience
- * checked, `exp` required.
+ * The HTTP side of token checks, through passport-jwt: HS256 only, issuer, audience and `exp`
+ * checked, and then the same header and claim rules as the WebSocket upgrade and the rate-limit
+ * middleware (`acceptVerifiedToken`): no `kid` or key-locating parameter, `typ` JWT or absent.
  */
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   constructor(config: KilnConfig, @Inject(JWT_SECRET) secret: string) {
+    const { algorithms, issuer, audience, ...jsonWebTokenOptions } = tokenVerifyOptions(config);
     super({
-      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      jwtFromRequest: (request: Request) => bearerTokenOf(request.headers.authorization) ?? null,
       secretOrKey: secret,
-      algorithms: [JWT_ALGORITHM],
-      issuer: config.jwtIssuer,
-      audience: config.jwtAudience,
+      algorithms,
+      issuer,
+      audience,
       ignoreExpiration: false,
-      jsonWebTokenOptions: { clockTolerance: JWT_CLOCK_TOLERANCE_SECONDS },
+      jsonWebTokenOptions,
     });
   }
 
-  validate(payload: Record<string, unknown>): AuthenticatedUser {
-    const verified = subjectOf(payload);
-    if (verified === undefined) throw new UnauthorizedError('Invalid access token');
-    return { userId: verified.userId };
+  validate(verified: unknown): AuthenticatedUser {
+    return { userId: acceptVerifiedToken(verified).userId };
   }
 }

@@ -17,13 +17,21 @@ export class MembershipsRepository {
     return this.memberships.findOneByOrFail({ tenantId, userId });
   }
 
-  /** The role of an enabled user in the tenant; undefined for non-members and disabled users. */
-  async roleOf(tenantId: string, userId: string): Promise<Role | undefined> {
-    const rows = await this.dataSource.query<Array<{ role: Role }>>(
-      `SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id
-        WHERE m.tenant_id = $1 AND m.user_id = $2 AND NOT u.disabled`,
-      [tenantId, userId],
+  /**
+   * Whether the user exists and is enabled (undefined when not), and if so its role in the tenant
+   * (null for a non-member or when no tenant is given): one query for both checks.
+   */
+  async accessOf(
+    userId: string,
+    tenantId: string | null,
+  ): Promise<{ readonly role: Role | null } | undefined> {
+    const rows = await this.dataSource.query<Array<{ role: Role | null }>>(
+      `SELECT m.role FROM users u
+         LEFT JOIN memberships m ON m.user_id = u.id AND m.tenant_id = $2
+        WHERE u.id = $1 AND NOT u.disabled`,
+      [userId, tenantId],
     );
-    return rows[0]?.role;
+    const row = rows[0];
+    return row && { role: row.role };
   }
 }

@@ -9,7 +9,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { Authorizer, parseTenantHeader } from '../auth/authorizer.js';
+import { Authorizer, bearerTokenOf } from '../auth/authorizer.js';
 import { errorResponseOf } from '../common/error-body.js';
 import { retryAfterSeconds } from '../common/rate-limit-headers.js';
 import {
@@ -36,6 +36,8 @@ export const LOG_STREAM_PROTOCOL = 'kiln.logs.v1';
 const BEARER_PROTOCOL = 'bearer.';
 const TENANT_PROTOCOL = 'tenant.';
 const MAX_INBOUND_BYTES = 64 * 1024;
+/** Line seqs are Postgres `integer`s: a larger offset names no line and must not reach a query. */
+const MAX_OFFSET = 2_147_483_647;
 
 interface Upgrade {
   readonly buildId: string;
@@ -61,7 +63,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     handleProtocols: (protocols) =>
       protocols.has(LOG_STREAM_PROTOCOL) ? LOG_STREAM_PROTOCOL : false,
   });
-  private readonly perUser = new Map<string, number>();
+  private readonly perUser: StreamSlots;
   private readonly sessions = new Set<Promise<void>>();
   private closing = false;
 
@@ -72,7 +74,9 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     private readonly hub: LogHub,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    this.perUser = new StreamSlots(config.wsMaxConnectionsPerUser);
+  }
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
@@ -92,7 +96,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
         return refuse(socket, requestId, new NotFoundError(`No WebSocket route for ${path}`));
       }
       this.authorize(request, match[1]!).then(
-        (upgrade) => this.accept(request, socket, head, upgrade),
+        (upgrade) => this.accept(request, socket, head, upgrade, requestId),
         (error: unknown) => {
           const known = toKilnError(error, { method: 'GET', originalUrl: path });
           if (!(error instanceof KilnError)) {
@@ -116,74 +120,106 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       .split(',')
       .map((p) => p.trim())
       .filter((p) => p !== '');
-    const header = request.headers.authorization;
     const token =
-      header !== undefined && header.startsWith('Bearer ')
-        ? header.slice('Bearer '.length).trim()
-        : protocols.find((p) => p.startsWith(BEARER_PROTOCOL))?.slice(BEARER_PROTOCOL.length);
+      bearerTokenOf(request.headers.authorization) ??
+      protocols.find((p) => p.startsWith(BEARER_PROTOCOL))?.slice(BEARER_PROTOCOL.length);
     if (token === undefined || token === '')
       throw new UnauthorizedError('A bearer access token is required');
     const verified = await this.authorizer.verifyToken(token);
-    const tenantId = parseTenantHeader(
+    const { tenantId } = await this.authorizer.authorize(
+      verified.userId,
       request.headers['x-tenant-id'] ??
         protocols.find((p) => p.startsWith(TENANT_PROTOCOL))?.slice(TENANT_PROTOCOL.length),
+      'build:read',
     );
-    await this.authorizer.authorizeMember(verified.userId, tenantId, 'build:read');
     if (!isUuid(rawBuildId))
       throw new InvalidRequestError('id must be a UUID', { id: 'must be a UUID' });
     const buildId = rawBuildId.toLowerCase();
-    await this.lifecycle.get(tenantId, buildId);
     const offset = new URL(request.url ?? '/', 'http://kiln.invalid').searchParams.get('offset');
     const fromSeq = offset === null ? 0 : Number(offset);
-    if (
-      !Number.isSafeInteger(fromSeq) ||
-      fromSeq < 0 ||
-      (offset !== null && !/^\d+$/.test(offset))
-    ) {
-      throw new InvalidRequestError('offset must be an integer >= 0', {
-        offset: 'must be an integer >= 0',
+    if (offset !== null && (!/^\d+$/.test(offset) || fromSeq > MAX_OFFSET)) {
+      throw new InvalidRequestError(`offset must be an integer from 0 to ${MAX_OFFSET}`, {
+        offset: `must be an integer from 0 to ${MAX_OFFSET}`,
       });
     }
-    const open = this.perUser.get(verified.userId) ?? 0;
-    if (open >= this.config.wsMaxConnectionsPerUser) {
-      throw new RateLimitedError('Too many open log streams for this user', {
-        limit: this.config.wsMaxConnectionsPerUser,
-        remaining: 0,
-        resetAt: new Date(Date.now() + 1000),
-      });
-    }
+    await this.lifecycle.get(tenantId, buildId);
     return { buildId, fromSeq, userId: verified.userId, expiresAt: verified.expiresAt };
   }
 
-  private accept(request: IncomingMessage, socket: Duplex, head: Buffer, upgrade: Upgrade): void {
-    this.perUser.set(upgrade.userId, (this.perUser.get(upgrade.userId) ?? 0) + 1);
-    this.wss.handleUpgrade(request, socket, head, (ws: WebSocket) => {
-      const session = new LogStreamSession(
-        ws,
-        upgrade.buildId,
-        upgrade.fromSeq,
-        {
-          hub: this.hub,
-          findBuild: (id) => this.lifecycle.find(id),
-          logger: this.logger,
-        },
-        {
-          batchSize: 500,
-          highWaterMark: 1024 * 1024,
-          stallMs: this.config.wsStallMs,
-          heartbeatMs: this.config.wsHeartbeatMs,
-          pollMs: this.config.wsPollMs,
-          expiresAt: upgrade.expiresAt,
-        },
+  /**
+   * Synchronous from the limit check to the upgrade, so parallel upgrades cannot all pass the
+   * check. The reserved slot is released exactly once, on whichever comes first: the socket
+   * closing (a client that hung up, or a handshake the ws library refused: its callback then
+   * never runs) or the session ending.
+   */
+  private accept(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    upgrade: Upgrade,
+    requestId: string,
+  ): void {
+    if (socket.destroyed || !socket.readable || !socket.writable) {
+      socket.destroy(); // the client hung up while its upgrade was being checked
+      return;
+    }
+    if (this.closing) {
+      refuse(
+        socket,
+        requestId,
+        new UnavailableError('kiln is shutting down; connect again shortly'),
       );
-      const running = session.run().finally(() => {
-        this.sessions.delete(running);
-        const left = (this.perUser.get(upgrade.userId) ?? 1) - 1;
-        if (left <= 0) this.perUser.delete(upgrade.userId);
-        else this.perUser.set(upgrade.userId, left);
-      });
-      this.sessions.add(running);
+      return;
+    }
+    const release = this.perUser.reserve(upgrade.userId);
+    if (release === undefined) {
+      refuse(
+        socket,
+        requestId,
+        new RateLimitedError('Too many open log streams for this user', {
+          limit: this.config.wsMaxConnectionsPerUser,
+          remaining: 0,
+          resetAt: new Date(Date.now() + 1000),
+        }),
+      );
+      return;
+    }
+    socket.once('close', release);
+    try {
+      this.wss.handleUpgrade(request, socket, head, (ws: WebSocket) =>
+        this.stream(ws, upgrade, release),
+      );
+    } catch (error) {
+      release();
+      socket.destroy();
+      this.logger.error({ err: error, trace_id: requestId }, 'log stream upgrade failed');
+    }
+  }
+
+  private stream(ws: WebSocket, upgrade: Upgrade, release: () => void): void {
+    const session = new LogStreamSession(
+      ws,
+      upgrade.buildId,
+      upgrade.fromSeq,
+      {
+        hub: this.hub,
+        findBuild: (id) => this.lifecycle.find(id),
+        logger: this.logger,
+      },
+      {
+        batchSize: 500,
+        highWaterMark: 1024 * 1024,
+        stallMs: this.config.wsStallMs,
+        heartbeatMs: this.config.wsHeartbeatMs,
+        pollMs: this.config.wsPollMs,
+        expiresAt: upgrade.expiresAt,
+      },
+    );
+    const running = session.run().finally(() => {
+      this.sessions.delete(running);
+      release();
     });
+    this.sessions.add(running);
   }
 
   /**
@@ -209,6 +245,8 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
 
 /** Answers an upgrade with a plain HTTP error in the spec's Error shape; no 101 is ever sent. */
 function refuse(socket: Duplex, requestId: string, error: KilnError): void {
+  // As the ws library does: a client that never closes its side must not hold the socket open.
+  socket.once('finish', () => socket.destroy());
   const { status, body } = errorResponseOf(error, requestId);
   const json = JSON.stringify(body);
   const extra =
@@ -231,3 +269,28 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
+
+/** Open log streams per user: a slot is held from its reservation until its release. */
+class StreamSlots {
+  private readonly open = new Map<string, number>();
+
+  constructor(private readonly limit: number) {}
+
+  /**
+   * One of the user's slots, or undefined when all are taken. The returned function frees it;
+   * calling it again does nothing.
+   */
+  reserve(userId: string): (() => void) | undefined {
+    const open = this.open.get(userId) ?? 0;
+    if (open >= this.limit) return undefined;
+    this.open.set(userId, open + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.open.get(userId) ?? 1) - 1;
+      if (left <= 0) this.open.delete(userId);
+      else this.open.set(userId, left);
+    };
+  }
+}

@@ -1,4 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RateLimitInfo } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
@@ -12,10 +13,24 @@ export interface RateLimitDecision extends RateLimitInfo {
 }
 
 const PRUNE_EVERY_MS = 60_000;
+/** Longer keys are stored as their digest: a btree entry holds at most ~2.7 KB. */
+const MAX_PLAIN_KEY_CHARS = 256;
 
 /**
- * Fixed-window limits per caller (tenant + user, or client address before authentication) and
- * request class, counted in Postgres so every replica enforces the same limit.
+ * A counter key as stored: the key itself, or a digest when it is long. Client-chosen parts (the
+ * client address a proxy passes in X-Forwarded-For, an e-mail) must not be able to make a key
+ * too large for its index.
+ */
+export function counterKey(key: string): string {
+  return key.length <= MAX_PLAIN_KEY_CHARS
+    ? key
+    : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/**
+ * Fixed-window limits per caller (a user, or a client address when there is no valid token) and
+ * request class, counted in Postgres so every replica enforces the same limit. One upsert per
+ * request returns the new count, so parallel requests cannot overtake the limit.
  */
 @Injectable()
 export class RateLimitService implements OnApplicationShutdown {
@@ -50,7 +65,10 @@ export class RateLimitService implements OnApplicationShutdown {
     if (limit === 0) return undefined;
     const windowMs = this.config.rateLimitWindowSeconds * 1000;
     const windowStart = new Date(Math.floor(now.getTime() / windowMs) * windowMs);
-    const count = await this.counters.increment(`${requestClass}|${caller}`, windowStart);
+    const count = await this.counters.increment(
+      counterKey(`${requestClass}|${caller}`),
+      windowStart,
+    );
     return {
       allowed: count <= limit,
       limit,
