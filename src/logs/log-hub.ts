@@ -116,9 +116,12 @@ export class LogHub implements OnModuleInit, OnApplicationShutdown {
           tail.bytes += line.message.length;
         }
         tail.next = lines[lines.length - 1]!.seq + 1;
-        while (tail.lines.length > TAIL_MAX_LINES || tail.bytes > TAIL_MAX_BYTES) {
-          tail.bytes -= tail.lines.shift()!.message.length;
+        // Drop the oldest lines in one splice: shift() in a loop is quadratic on a long tail.
+        let drop = 0;
+        while (tail.lines.length - drop > TAIL_MAX_LINES || tail.bytes > TAIL_MAX_BYTES) {
+          tail.bytes -= tail.lines[drop++]!.message.length;
         }
+        if (drop > 0) tail.lines.splice(0, drop);
         this.notify(buildId, { kind: 'lines', lastSeq: tail.next - 1 });
       }
     } catch {
