@@ -119,4 +119,43 @@ describe(loadConfig.name, () => {
       role: 'all',
     });
   });
+
+  it('keeps only allowlisted variables for child processes, never kiln state', () => {
+    const config = loadConfig(
+      {
+        PATH: '/opt/tools/bin:/usr/bin',
+        HOME: '/home/kiln',
+        LC_MESSAGES: 'C',
+        https_proxy: 'http://proxy.internal:3128',
+        PACKER_PLUGIN_PATH: '/opt/packer/plugins',
+        CONTAINERS_REGISTRIES_CONF: '/etc/kiln/registries.conf',
+        DOCKER_HOST: 'unix:///run/docker.sock',
+        KILN_JWT_SECRET: 'j'.repeat(40),
+        KILN_BOOTSTRAP_ADMIN_EMAIL: 'admin@example.com',
+        KILN_BOOTSTRAP_ADMIN_PASSWORD: 'admin-password-1',
+        DATABASE_URL: 'postgres://kiln:pw@db.internal/kiln',
+        PGPASSWORD: 'pw',
+        AWS_SECRET_ACCESS_KEY: 'aws',
+        SHELL: '/bin/bash',
+      },
+      cwd,
+      home,
+    );
+
+    expect(config.childEnvironment).toEqual({
+      PATH: '/opt/tools/bin:/usr/bin',
+      HOME: '/home/kiln',
+      LC_MESSAGES: 'C',
+      https_proxy: 'http://proxy.internal:3128',
+      PACKER_PLUGIN_PATH: '/opt/packer/plugins',
+      CONTAINERS_REGISTRIES_CONF: '/etc/kiln/registries.conf',
+      DOCKER_HOST: 'unix:///run/docker.sock',
+    });
+  });
+
+  it('gives child processes the system PATH when kiln has none', () => {
+    expect(loadConfig({}, cwd, home).childEnvironment).toEqual({
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    });
+  });
 });

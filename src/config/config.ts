@@ -63,6 +63,17 @@ export class KilnConfig {
   readonly localAuthFile!: string | undefined;
   /** Grace between SIGTERM and SIGKILL when a build is cancelled. */
   readonly cancelGraceMs!: number;
+  /**
+   * Local runner: the only variables of kiln's environment its child processes (git, buildah,
+   * pack, packer) inherit, so kiln's own secrets never reach a build. Taken from the environment
+   * when set: PATH (default: the system path), HOME, USER, LOGNAME, LANG, LANGUAGE, LC_*, TMPDIR,
+   * TZ; the proxy variables HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY (either case); TLS trust:
+   * SSL_CERT_FILE, SSL_CERT_DIR, GIT_SSL_CAINFO, GIT_SSL_CAPATH; buildah: REGISTRY_AUTH_FILE,
+   * CONTAINERS_*, XDG_RUNTIME_DIR, XDG_CONFIG_HOME; pack: DOCKER_HOST, DOCKER_CONFIG,
+   * DOCKER_CERT_PATH, DOCKER_TLS_VERIFY, PACK_HOME; packer: PACKER_*, CHECKPOINT_DISABLE.
+   * A name starting with KILN_ or PG, or DATABASE_URL, is never taken, whatever the list says.
+   */
+  readonly childEnvironment!: Readonly<Record<string, string>>;
   readonly logLevel!: LogLevel;
   readonly maxBodyBytes!: number;
   /** Reverse proxies in front of kiln whose X-Forwarded-For is trusted for the client address. */
@@ -203,6 +214,7 @@ export function loadConfig(
     .filter((r) => r !== '');
   const localAuthFile = value('KILN_LOCAL_AUTHFILE');
   const cancelGraceMs = integer('KILN_CANCEL_GRACE_SECONDS', 10, 0, 600) * 1000;
+  const childEnvironment = childEnvironmentOf(env);
   const loginWindowSeconds = integer('KILN_LOGIN_WINDOW_SECONDS', 900, 1, 86_400);
 
   let bootstrapAdmin: { email: string; password: string } | undefined;
@@ -253,6 +265,7 @@ export function loadConfig(
     localInsecureRegistries,
     localAuthFile,
     cancelGraceMs,
+    childEnvironment,
     logLevel,
     maxBodyBytes,
     trustProxyHops,
@@ -295,6 +308,49 @@ export function loadConfig(
     }
     return undefined;
   }
+}
+
+const CHILD_VARIABLES = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'LANG',
+  'LANGUAGE',
+  'TMPDIR',
+  'TZ',
+  ...['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY'].flatMap((name) => [
+    name,
+    name.toLowerCase(),
+  ]),
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'GIT_SSL_CAINFO',
+  'GIT_SSL_CAPATH',
+  'REGISTRY_AUTH_FILE',
+  'XDG_RUNTIME_DIR',
+  'XDG_CONFIG_HOME',
+  'DOCKER_HOST',
+  'DOCKER_CONFIG',
+  'DOCKER_CERT_PATH',
+  'DOCKER_TLS_VERIFY',
+  'PACK_HOME',
+  'CHECKPOINT_DISABLE',
+]);
+const CHILD_PREFIXES = ['LC_', 'CONTAINERS_', 'PACKER_'];
+/** kiln's own state: never handed to a child, even if an allowlist entry matched it. */
+const KILN_STATE = /^(KILN_|PG|DATABASE_URL$)/i;
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** The allowlisted subset of `env` that child processes inherit (see KilnConfig.childEnvironment). */
+function childEnvironmentOf(env: Env): Readonly<Record<string, string>> {
+  const inherited: Record<string, string> = { PATH: DEFAULT_PATH };
+  for (const [name, raw] of Object.entries(env)) {
+    if (raw === undefined || raw === '' || KILN_STATE.test(name)) continue;
+    if (CHILD_VARIABLES.has(name) || CHILD_PREFIXES.some((prefix) => name.startsWith(prefix)))
+      inherited[name] = raw;
+  }
+  return Object.freeze(inherited);
 }
 
 function isPostgresUrl(raw: string): boolean {

@@ -5,12 +5,16 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { arch } from 'node:os';
 import { join, resolve, sep } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { BuildManifest } from '../../build-methods/manifest.js';
+import { translateDatabaseError } from '../../common/database-errors.js';
+import { UnavailableError } from '../../common/errors.js';
 import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
@@ -27,12 +31,19 @@ import {
   pushTargets,
   toolOf,
 } from './build-plan.js';
-import { ChildRun } from './child-process.js';
+import { type ChildTool, childEnvironment } from './child-env.js';
+import { type ChildExit, ChildRun } from './child-process.js';
 import { Slots } from './slots.js';
 
 const execFileAsync = promisify(execFile);
 const RUNNER_PREFIX = 'local:';
 const HOST_PLATFORM = `linux/${arch() === 'x64' ? 'amd64' : arch()}`;
+/** A child's output is spooled on disk up to this many times the log cap, then it is stopped. */
+const OUTPUT_LIMIT_FACTOR = 4;
+/** How long the outcome of a build is retried while the database is unreachable. */
+const OUTCOME_RETRY_MS = 60_000;
+const OUTCOME_RETRY_MAX_WAIT_MS = 5_000;
+const DATABASE_LOST = 'kiln lost its database while this build ran; retry it';
 
 /** A build that failed for a reason the runner can name. */
 class BuildFailure extends Error {
@@ -119,49 +130,105 @@ export class LocalRunner
   }
 
   private async execute(build: RunnableBuild, run: ActiveRun): Promise<void> {
-    if (!this.slots.free) {
-      await this.lifecycle.reportProgress(build.id, 0, 0);
-      await this.say(
-        build.id,
-        `waiting for a free local build slot (${this.slots.inUse} builds running)`,
+    let failure: BuildFailure | undefined;
+    let acquired = false;
+    try {
+      if (!this.slots.free) {
+        await this.lifecycle.reportProgress(build.id, 0, 0);
+        await this.say(
+          build.id,
+          `waiting for a free local build slot (${this.slots.inUse} builds running)`,
+        );
+      }
+      await this.slots.acquire();
+      acquired = true;
+      if (!run.cancelled) {
+        await this.say(build.id, `running on ${HOST_PLATFORM} with the local runner`);
+        const secrets = secretsOf(build);
+        if (secrets.length > 0) this.sink.registerSecrets(build.id, secrets);
+        await this.runPlan(build, planBuild(build.config), run);
+      }
+    } catch (error) {
+      failure = this.failureOf(build.id, error);
+    } finally {
+      if (acquired) this.slots.release();
+      await this.cleanUp(build.id);
+    }
+    if (run.cancelled) {
+      await this.sink.release(build.id).catch(() => undefined);
+      await this.say(build.id, 'cancelled; the build was stopped').catch(() => undefined);
+      return;
+    }
+    // Postgres may be away just as the build ends: keep trying, or the build stays in_progress.
+    const deadline = Date.now() + OUTCOME_RETRY_MS;
+    if (failure !== undefined) {
+      const { message } = failure;
+      await this.whileDatabaseDown(build.id, deadline, () => this.say(build.id, message, 'ERROR'));
+    }
+    await this.sink.release(build.id).catch(() => undefined);
+    await this.whileDatabaseDown(build.id, deadline, () =>
+      failure === undefined
+        ? this.lifecycle.succeed(build.id)
+        : this.lifecycle.fail(build.id, failure.reason, failure.message),
+    );
+  }
+
+  /**
+   * What the tenant is told, masked like the log (a tail line may hold a secret a step echoed).
+   * Unexpected errors are logged under a trace id and never shown: their messages name
+   * addresses, paths and queries.
+   */
+  private failureOf(buildId: string, error: unknown): BuildFailure {
+    let failure: BuildFailure;
+    if (error instanceof BuildFailure) {
+      failure = error;
+    } else if (translateDatabaseError(error) instanceof UnavailableError) {
+      this.logger.warn({ err: error, build_id: buildId }, 'local build lost the database');
+      failure = new BuildFailure('InternalError', DATABASE_LOST);
+    } else {
+      const traceId = randomUUID();
+      this.logger.error(
+        { err: error, build_id: buildId, trace_id: traceId },
+        'local build failed unexpectedly',
+      );
+      failure = new BuildFailure(
+        'InternalError',
+        `the local runner failed unexpectedly; kiln's log has the details (trace ${traceId})`,
       );
     }
-    await this.slots.acquire();
-    try {
-      if (run.cancelled) return;
-      await this.say(build.id, `running on ${HOST_PLATFORM} with the local runner`);
-      const secrets = secretsOf(build);
-      if (secrets.length > 0) this.sink.registerSecrets(build.id, secrets);
-      const plan = planBuild(build.config);
-      await this.runPlan(build, plan, run);
-      if (run.cancelled) return;
-      await this.lifecycle.succeed(build.id);
-    } catch (error) {
-      if (run.cancelled) return;
-      const failure =
-        error instanceof BuildFailure
-          ? error
-          : new BuildFailure(
-              'InternalError',
-              `the local runner failed: ${(error as Error).message}`,
-            );
-      if (!(error instanceof BuildFailure))
-        this.logger.error({ err: error, build_id: build.id }, 'local build error');
-      await this.say(build.id, failure.message, 'ERROR').catch(() => undefined);
-      await this.lifecycle.fail(build.id, failure.reason, failure.message).catch(() => undefined);
-    } finally {
-      this.slots.release();
-      await this.cleanUp(build.id);
-      await this.sink.release(build.id).catch(() => undefined);
-      if (run.cancelled)
-        await this.say(build.id, 'cancelled; the build was stopped').catch(() => undefined);
+    return new BuildFailure(failure.reason, this.sink.maskText(buildId, failure.message));
+  }
+
+  /** Runs `write`, again with backoff while the database is unreachable, until `deadline`. */
+  private async whileDatabaseDown(
+    buildId: string,
+    deadline: number,
+    write: () => Promise<unknown>,
+  ): Promise<void> {
+    for (let wait = 250; ; wait = Math.min(wait * 2, OUTCOME_RETRY_MAX_WAIT_MS)) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        const unavailable = translateDatabaseError(error) instanceof UnavailableError;
+        if (!unavailable || Date.now() + wait > deadline) {
+          this.logger.error(
+            { err: error, build_id: buildId },
+            unavailable
+              ? 'could not record the end of a local build: the database stayed unreachable'
+              : 'could not record the end of a local build',
+          );
+          return;
+        }
+        await delay(wait);
+      }
     }
   }
 
   private async runPlan(build: RunnableBuild, plan: BuildPlan, run: ActiveRun): Promise<void> {
     const tool = toolOf(plan);
     const method = tool === 'pack' ? 'paketo' : 'packer';
-    if (tool !== undefined && !(await onPath(tool))) {
+    if (tool !== undefined && !(await onPath(tool, this.config.childEnvironment))) {
       throw new BuildFailure(
         'InvalidSpec',
         `${method} builds need the \`${tool}\` CLI, which is not installed on this machine; install it or use the Kubernetes runner, which supports ${method}`,
@@ -182,7 +249,7 @@ export class LocalRunner
       pushTargets(
         tags,
         registryRepository,
-        this.config.localRegistry,
+        project?.defaultRegistry ?? this.config.localRegistry,
         project?.name ?? 'project',
         build.buildNumber,
       );
@@ -200,7 +267,7 @@ export class LocalRunner
       case 'pack':
         return this.runPack(build, plan, run, source, targets(plan.tags, plan.registryRepository));
       case 'packer':
-        return this.runPacker(build, plan, run, source);
+        return this.runPacker(build, plan, run, source, declaredEnvironment(build));
     }
   }
 
@@ -228,6 +295,7 @@ export class LocalRunner
       'pack',
       source,
       'pack',
+      plan.env,
     );
     if (run.cancelled) return;
     if (result.code !== 0)
@@ -242,6 +310,7 @@ export class LocalRunner
     plan: Extract<BuildPlan, { kind: 'packer' }>,
     run: ActiveRun,
     source: string,
+    environment: Readonly<Record<string, string>>,
   ): Promise<void> {
     await writeFile(join(source, plan.templateFile), plan.template);
     // `packer init` installs an HCL2 template's plugins; JSON templates have none to install.
@@ -258,6 +327,7 @@ export class LocalRunner
         'packer',
         source,
         'packer',
+        environment,
       );
       if (run.cancelled) return;
       if (result.code !== 0) {
@@ -409,27 +479,41 @@ export class LocalRunner
   private async runChild(
     buildId: string,
     run: ActiveRun,
-    command: string,
+    tool: ChildTool,
     args: string[],
     container: string,
     cwd: string,
-    format: BuilderFormat | undefined = command === 'buildah' ? 'buildah' : undefined,
+    format: BuilderFormat | undefined = tool === 'buildah' ? 'buildah' : undefined,
+    declared: Readonly<Record<string, string>> = {},
   ) {
-    const child = new ChildRun(command, args, {
+    const maxOutputBytes = OUTPUT_LIMIT_FACTOR * this.config.logMaxBytesPerBuild;
+    const child = new ChildRun(tool, args, {
       cwd,
       container,
       format,
-      env: { ...process.env, BUILDAH_ISOLATION: 'chroot', LC_ALL: 'C' },
+      env: childEnvironment(this.config.childEnvironment, tool, declared),
+      spool: join(this.buildDir(buildId), 'output.spool'),
+      maxOutputBytes,
       onLines: async (lines) => {
         await this.sink.append(buildId, lines);
       },
     });
     run.child = child;
+    let exit: ChildExit;
     try {
-      return await child.exited;
+      exit = await child.exited;
     } finally {
       run.child = undefined;
     }
+    if (exit.incomplete !== undefined)
+      this.logger.warn({ build_id: buildId, reason: exit.incomplete }, 'build output incomplete');
+    if (exit.outputLimitReached && !run.cancelled) {
+      throw new BuildFailure(
+        'BuildFailed',
+        `${tool} printed more than ${maxOutputBytes} bytes of output, so kiln stopped the build (the limit is ${OUTPUT_LIMIT_FACTOR} × KILN_LOG_MAX_BYTES_PER_BUILD)`,
+      );
+    }
+    return exit;
   }
 
   private buildahArgs(dir: string): string[] {
@@ -455,11 +539,15 @@ export class LocalRunner
   /** Removes working containers and the checkout; keeps the storage (the built image) until delete. */
   private async cleanUp(buildId: string): Promise<void> {
     const dir = this.buildDir(buildId);
-    await execFileAsync('buildah', [...this.buildahArgs(dir), 'rm', '--all']).catch(
-      () => undefined,
-    );
-    await rm(join(dir, 'source'), { recursive: true, force: true });
-    await rm(join(dir, 'run'), { recursive: true, force: true });
+    await execFileAsync('buildah', [...this.buildahArgs(dir), 'rm', '--all'], {
+      env: childEnvironment(this.config.childEnvironment, 'buildah'),
+    }).catch(() => undefined);
+    try {
+      await rm(join(dir, 'source'), { recursive: true, force: true });
+      await rm(join(dir, 'run'), { recursive: true, force: true });
+    } catch (error) {
+      this.logger.warn({ err: error, build_id: buildId }, 'could not clean up a local build');
+    }
   }
 
   private async say(
@@ -471,6 +559,13 @@ export class LocalRunner
       { text: `${level === 'ERROR' ? 'ERROR: ' : ''}[kiln] ${text}`, container: 'kiln' },
     ]);
   }
+}
+
+/** The variables a build declares for tools that read their environment (packer). */
+function declaredEnvironment(build: RunnableBuild): Record<string, string> {
+  if (build.config.form !== 'wizard') return {};
+  const manifest = build.config.manifest as unknown as BuildManifest;
+  return { ...manifest.environment, ...(manifest.build_config.build_args ?? {}) };
 }
 
 /** Values that must never appear in the log: buildx secrets. */
@@ -488,9 +583,14 @@ function failureMessage(tail: readonly string[], code: number | null): string {
   return text === '' ? `exited with code ${code}` : text;
 }
 
-async function onPath(tool: string): Promise<boolean> {
+async function onPath(
+  tool: ChildTool,
+  inherited: Readonly<Record<string, string>>,
+): Promise<boolean> {
   try {
-    await execFileAsync('sh', ['-c', `command -v ${tool}`]);
+    await execFileAsync('sh', ['-c', 'command -v "$1"', 'sh', tool], {
+      env: childEnvironment(inherited, tool),
+    });
     return true;
   } catch {
     return false;

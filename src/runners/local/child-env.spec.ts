@@ -1,0 +1,45 @@
+import { childEnvironment } from './child-env.js';
+
+describe(childEnvironment.name, () => {
+  const inherited = { PATH: '/usr/bin:/bin', HOME: '/home/kiln', https_proxy: 'http://proxy:3128' };
+
+  it('gives git the inherited variables and a fixed locale', () => {
+    expect(childEnvironment(inherited, 'git')).toEqual({ ...inherited, LC_ALL: 'C' });
+  });
+
+  it('runs buildah with chroot isolation', () => {
+    expect(childEnvironment(inherited, 'buildah')).toEqual({
+      ...inherited,
+      LC_ALL: 'C',
+      BUILDAH_ISOLATION: 'chroot',
+    });
+  });
+
+  it.each(['pack', 'packer'] as const)('hands the declared variables to %s', (tool) => {
+    expect(childEnvironment(inherited, tool, { CI: 'true', NODE_ENV: 'production' })).toEqual({
+      CI: 'true',
+      NODE_ENV: 'production',
+      ...inherited,
+      LC_ALL: 'C',
+    });
+  });
+
+  it('keeps declared variables away from git and buildah, which do not read them', () => {
+    expect(childEnvironment(inherited, 'buildah', { CI: 'true' })).not.toHaveProperty('CI');
+    expect(childEnvironment(inherited, 'git', { CI: 'true' })).not.toHaveProperty('CI');
+  });
+
+  it('never lets a declared variable replace the machine one or a fixed one', () => {
+    const env = childEnvironment(inherited, 'packer', {
+      PATH: '/tmp/evil',
+      https_proxy: 'http://elsewhere:1',
+      LC_ALL: 'de_DE.UTF-8',
+    });
+
+    expect(env).toMatchObject({
+      PATH: '/usr/bin:/bin',
+      https_proxy: 'http://proxy:3128',
+      LC_ALL: 'C',
+    });
+  });
+});
