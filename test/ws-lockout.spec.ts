@@ -97,6 +97,38 @@ describe('per-user log stream limit after refused and abandoned upgrades', () =>
     });
   }
 
+  it('answers a handshake the ws library refuses with the Error body and the version it speaks', async () => {
+    const headers = await freshViewer();
+    const socket: Socket = connect(port, '127.0.0.1');
+    socket.write(
+      [
+        `GET /api/v1/builds/${buildId}/logs/stream HTTP/1.1`,
+        `Host: 127.0.0.1:${port}`,
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        `Authorization: ${headers['authorization']}`,
+        `X-Tenant-ID: ${headers['x-tenant-id']}`,
+        'Sec-WebSocket-Version: 12',
+        `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    let response = '';
+    socket.on('data', (chunk: Buffer) => (response += chunk.toString('utf8')));
+    await new Promise((done) => socket.on('close', done));
+
+    const [head = '', body = ''] = response.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head).toMatch(/\r\nSec-WebSocket-Version: 13\r\n/i);
+    expect(head).toMatch(/\r\nContent-Type: application\/json/i);
+    expect(JSON.parse(body)).toMatchObject({
+      code: 'INVALID_REQUEST',
+      error: expect.stringContaining('Sec-WebSocket-Version'),
+      trace_id: expect.any(String),
+    });
+  });
+
   /** Opens `count` streams at once; returns the opened ones and the refusal statuses. */
   async function openMany(
     headers: Record<string, string>,

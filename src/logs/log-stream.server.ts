@@ -79,6 +79,16 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
   }
 
   onApplicationBootstrap(): void {
+    // Handshakes the ws library refuses (bad Sec-WebSocket-Version or -Key) get the Error body
+    // like every other refusal, and the version kiln speaks (RFC 6455 section 4.4).
+    this.wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => {
+      refuse(
+        socket,
+        requestIdFrom(request.headers['x-request-id']),
+        new InvalidRequestError(`Invalid WebSocket handshake: ${error.message}`),
+        'Sec-WebSocket-Version: 13\r\n',
+      );
+    });
     const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
     server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
@@ -244,15 +254,16 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
 }
 
 /** Answers an upgrade with a plain HTTP error in the spec's Error shape; no 101 is ever sent. */
-function refuse(socket: Duplex, requestId: string, error: KilnError): void {
+function refuse(socket: Duplex, requestId: string, error: KilnError, headers = ''): void {
   // As the ws library does: a client that never closes its side must not hold the socket open.
   socket.once('finish', () => socket.destroy());
   const { status, body } = errorResponseOf(error, requestId);
   const json = JSON.stringify(body);
   const extra =
-    error instanceof RateLimitedError
+    headers +
+    (error instanceof RateLimitedError
       ? `Retry-After: ${retryAfterSeconds(error.rateLimit)}\r\n`
-      : '';
+      : '');
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
       `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
