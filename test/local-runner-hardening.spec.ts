@@ -7,6 +7,7 @@ import { fakeBuilderBin } from './support/fake-builders.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { processesMentioning } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const JWT_SECRET = 'kiln-jwt-secret-that-must-never-reach-a-build';
@@ -18,20 +19,6 @@ const DATABASE_LOST = 'kiln lost its database while this build ran; retry it';
 const KILN_STATE = /^(KILN_|PG|DATABASE_URL=)/;
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-/** Processes whose command line mentions this text (buildah and its children for a build). */
-function processesMentioning(text: string): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
-    .filter((entry) => {
-      try {
-        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 function environOf(pid: number): string[] {
   try {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
@@ -7,6 +7,7 @@ import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
 import { LogStreamClient } from './support/log-stream-client.js';
 import { LocalRegistry } from './support/registry.js';
+import { processesMentioning } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const BUSYBOX_DOCKERFILE = [
@@ -19,20 +20,6 @@ const BUSYBOX_DOCKERFILE = [
 
 function onPath(tool: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
-}
-
-/** Processes whose command line mentions this text (buildah and its children for a build). */
-function processesMentioning(text: string): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
-    .filter((entry) => {
-      try {
-        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 describe('the local runner (real buildah, real registry)', () => {

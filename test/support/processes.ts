@@ -38,3 +38,17 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** Processes whose command line mentions this text (buildah and its children for a build). */
+export function processesMentioning(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
+    .filter((entry) => {
+      try {
+        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
