@@ -43,7 +43,10 @@ describe(`${KubeApiServer.name} pods/log`, () => {
     await server.stop();
   });
 
-  /** Starts a Job running BUILDER and resolves with its pod's name once the builder runs. */
+  /**
+   * Starts a Job running BUILDER and resolves with its pod's name once the builder has started:
+   * running, or already finished (a short script can end between two polls).
+   */
   const runJob = async (name: string, containers = ['build']): Promise<string> => {
     await batch.createNamespacedJob({
       namespace: NS,
@@ -64,7 +67,10 @@ describe(`${KubeApiServer.name} pods/log`, () => {
       const pod = (
         await core.listNamespacedPod({ namespace: NS, labelSelector: `job-name=${name}` })
       ).items[0];
-      return pod?.status?.phase === 'Running' ? pod.metadata?.name : undefined;
+      const phase = pod?.status?.phase;
+      return phase === 'Running' || phase === 'Succeeded' || phase === 'Failed'
+        ? pod?.metadata?.name
+        : undefined;
     });
   };
 

@@ -30,6 +30,8 @@ const get = (
     const req = request(
       `${server.url}${path}`,
       {
+        // A fresh connection each time: a kept-alive one may be a socket goOffline destroyed.
+        agent: false,
         ca: options.ca ?? server.caPem,
         headers: options.headers ?? {},
         ...(options.servername ? { servername: options.servername } : {}),
