@@ -13,8 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { BuildManifest } from '../../build-methods/manifest.js';
-import { translateDatabaseError } from '../../common/database-errors.js';
-import { UnavailableError } from '../../common/errors.js';
+import { isDatabaseUnavailable } from '../../common/database-errors.js';
 import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
@@ -182,7 +181,7 @@ export class LocalRunner
     let failure: BuildFailure;
     if (error instanceof BuildFailure) {
       failure = error;
-    } else if (translateDatabaseError(error) instanceof UnavailableError) {
+    } else if (isDatabaseUnavailable(error)) {
       this.logger.warn({ err: error, build_id: buildId }, 'local build lost the database');
       failure = new BuildFailure('InternalError', DATABASE_LOST);
     } else {
@@ -210,7 +209,7 @@ export class LocalRunner
         await write();
         return;
       } catch (error) {
-        const unavailable = translateDatabaseError(error) instanceof UnavailableError;
+        const unavailable = isDatabaseUnavailable(error);
         if (!unavailable || Date.now() + wait > deadline) {
           this.logger.error(
             { err: error, build_id: buildId },
