@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import type { Algorithm } from 'jsonwebtoken';
 import { ForbiddenError, InvalidRequestError, UnauthorizedError } from '../common/errors.js';
-import { isUuid, NIL_UUID } from '../common/formats.js';
+import { isUuid, NIL_UUID } from '../config/formats.js';
 import { KilnConfig } from '../config/config.js';
 import { JWT_ALGORITHM, JWT_CLOCK_TOLERANCE_SECONDS } from './jwt.constants.js';
 import { MembershipsRepository } from './memberships.repository.js';

@@ -12,7 +12,7 @@ import type { TenantEntity } from './tenant.entity.js';
 import { TenantsRepository } from './tenants.repository.js';
 import type { UserEntity } from './user.entity.js';
 import { UsersRepository } from './users.repository.js';
-import { EMAIL_PATTERN, isUuid } from '../common/formats.js';
+import { EMAIL_PATTERN, isUuid } from '../config/formats.js';
 
 /** Tenants, users and memberships: what the admin CLI and the first-start bootstrap do. */
 @Injectable()

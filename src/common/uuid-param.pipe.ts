@@ -1,6 +1,6 @@
 import { Injectable, type PipeTransform } from '@nestjs/common';
 import { InvalidRequestError } from './errors.js';
-import { isUuid } from './formats.js';
+import { isUuid } from '../config/formats.js';
 
 /** A path parameter that must be a UUID: 400 with a detail naming it otherwise. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { EMAIL_PATTERN } from '../common/formats.js';
+import { EMAIL_PATTERN } from './formats.js';
 
 export const ROLES = ['api', 'operator', 'all'] as const;
 export type Role = (typeof ROLES)[number];

@@ -21,7 +21,7 @@ import {
   UnavailableError,
   UnauthorizedError,
 } from '../common/errors.js';
-import { isUuid } from '../common/formats.js';
+import { isUuid } from '../config/formats.js';
 import { toKilnError } from '../common/http-error.filter.js';
 import { LOGGER } from '../common/logger.js';
 import { requestIdFrom } from '../common/request-context.js';
