@@ -76,12 +76,23 @@ describe('builds API', () => {
         .get((await import('../src/projects/projects.service.js')).ProjectsService)
         .create(seeded.tenantA, 'numbering');
       const a = await admin.createBuild(project.id, 'a');
+      // Another project's build in between takes none of this project's numbers.
+      await admin.createBuild(projectA, 'numbering-elsewhere');
       const b = await admin.createBuild(project.id, 'b');
       expect((await admin.request('DELETE', `/builds/${b.id}`)).status).toBe(204);
       const c = await admin.createBuild(project.id, 'c');
 
       expect([a.build_number, b.build_number, c.build_number]).toEqual([1, 2, 3]);
-      expect(projectA).not.toBe(project.id);
+      const listed = await jsonOf(
+        await admin.request(
+          'GET',
+          `/builds?project_id=${project.id}&sort_by=build_number&sort_order=asc`,
+        ),
+      );
+      expect(listed.builds.map((build: any) => [build.id, build.build_number])).toEqual([
+        [a.id, 1],
+        [c.id, 3],
+      ]);
     });
 
     it.each([

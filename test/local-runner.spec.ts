@@ -181,10 +181,20 @@ describe('the local runner (real buildah, real registry)', () => {
   const missingTools = (['paketo', 'packer'] as const).filter(
     (type) => !onPath(type === 'paketo' ? 'pack' : 'packer'),
   );
-  const withPacker = onPath('packer') ? it : it.skip;
+  const packerOnPath = onPath('packer');
+  // Skipped tests show only as a count unless jest is verbose: say once, loudly, what is not run.
+  if (!packerOnPath)
+    console.warn('local-runner.spec: skipping the packer build: needs `packer` on PATH');
+  if (missingTools.length === 0) {
+    console.warn(
+      'local-runner.spec: skipping the missing-CLI failure: `pack` and `packer` are both on PATH',
+    );
+  }
 
-  withPacker(
-    'runs a JSON packer template (validate, then build) when packer is installed',
+  (packerOnPath ? it : it.skip)(
+    `runs a JSON packer template (validate, then build) when packer is installed${
+      packerOnPath ? '' : ' (skipped: needs `packer` on PATH)'
+    }`,
     async () => {
       const manifest = wizardManifest('packer');
       (manifest['build_config'] as Record<string, unknown>)['packer_template'] = JSON.stringify({
@@ -209,7 +219,9 @@ describe('the local runner (real buildah, real registry)', () => {
   );
 
   (missingTools.length > 0 ? it.each(missingTools) : it.skip.each(['paketo'] as const))(
-    'fails a %s build without its CLI, saying what is missing',
+    `fails a %s build without its CLI, saying what is missing${
+      missingTools.length > 0 ? '' : ' (skipped: `pack` and `packer` are both on PATH)'
+    }`,
     async (type) => {
       const response = await admin.request('POST', '/builds', {
         tenant_id: seeded.tenantA,

@@ -4,7 +4,7 @@ import { craftToken, type Seeded, seedTenancy, tokenFor, validClaims } from './s
 import { ApiClient } from './support/builds.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { FakeRunner } from './support/fake-runner.js';
-import { LogStreamClient, refusal } from './support/log-stream-client.js';
+import { LogStreamClient, refusal, type StreamMessage } from './support/log-stream-client.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const ENV = {
@@ -128,9 +128,10 @@ describe('live build logs over the WebSocket', () => {
       await runner.succeed(id);
     })();
 
-    const received: number[] = [];
+    const received: StreamMessage[] = [];
     for (let round = 0; round < 21; round++) {
-      const client = stream(kiln, id, `?offset=${received.length}`);
+      const offset = received.length;
+      const client = stream(kiln, id, `?offset=${offset}`);
       await client.opened;
       if (round < 20) {
         await new Promise((done) => setTimeout(done, 5 + Math.random() * 40));
@@ -139,13 +140,28 @@ describe('live build logs over the WebSocket', () => {
       } else {
         expect((await client.closed).code).toBe(1000);
       }
-      // Keep only what arrived in order from the offset asked for.
-      for (const message of client.messages)
-        if (message.seq === received.length) received.push(message.seq);
+      // Each connection must send exactly offset, offset + 1, …: no duplicate, no gap.
+      expect(client.messages.map((m) => m.seq)).toEqual(
+        Array.from({ length: client.messages.length }, (_, i) => offset + i),
+      );
+      received.push(...client.messages);
     }
     await writer;
 
-    expect(received).toEqual(Array.from({ length: total }, (_, i) => i));
+    const stored = await kiln.dataSource.query<
+      Array<{ seq: number; ts: Date; level: string; message: string }>
+    >('SELECT seq, ts, level, message FROM build_log_lines WHERE build_id = $1 ORDER BY seq', [id]);
+    expect(stored.map((line) => line.message)).toEqual(lines(0, total).map((line) => line.text));
+    expect(
+      received.map(({ seq, timestamp, level, message }) => ({ seq, timestamp, level, message })),
+    ).toEqual(
+      stored.map(({ seq, ts, level, message }) => ({
+        seq,
+        timestamp: ts.toISOString(),
+        level,
+        message,
+      })),
+    );
   });
 
   it.each([
