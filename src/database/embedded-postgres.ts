@@ -11,6 +11,15 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from 'pino';
 
+/**
+ * The whole environment of initdb and postgres: kiln's own (database URL, secrets) never reaches
+ * them, and the binaries are named by absolute path, so the system PATH is enough for setpriv.
+ */
+const SERVER_ENV = {
+  LC_ALL: 'C',
+  PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+};
+
 const execFileAsync = promisify(execFile);
 
 export interface EmbeddedPostgresOptions {
@@ -174,7 +183,7 @@ export class EmbeddedPostgres {
     const [command, argv] = asAccount(this.account, this.binaries.postgres, args);
     const child = spawn(command, argv, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+      env: SERVER_ENV,
     });
     this.child = child;
     const recent: string[] = [];
@@ -469,7 +478,7 @@ async function initCluster(
       ...(options.ephemeral ? ['--no-sync'] : []),
     ]);
     await execFileAsync(command, argv, {
-      env: { LC_ALL: 'C', PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+      env: SERVER_ENV,
     });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
