@@ -8,7 +8,7 @@ import { LOGGER } from './common/logger.js';
 import { KilnConfig } from './config/config.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
-import { LogsModule } from './logs/logs.module.js';
+import { LogStreamModule } from './log-stream/log-stream.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
 
@@ -38,7 +38,7 @@ export class AppModule {
             AuthModule,
             ProjectsModule,
             BuildsModule.forRoot(options.runner),
-            LogsModule,
+            LogStreamModule,
             ...(options.extraApiModules ?? []),
           ];
     return {

@@ -4,7 +4,7 @@ import { createApp } from './app.factory.js';
 import { createLogger } from './common/logger.js';
 import { ConfigError, loadConfig, type KilnConfig } from './config/config.js';
 import { openDatabase } from './database/database.js';
-import { LogStreamServer } from './logs/log-stream.server.js';
+import { LogStreamServer } from './log-stream/log-stream.server.js';
 
 async function main(): Promise<void> {
   let config: KilnConfig;

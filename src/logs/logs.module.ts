@@ -1,17 +1,17 @@
 import { Module } from '@nestjs/common';
-import { AuthModule } from '../auth/auth.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { BuildLogsRepository } from './build-logs.repository.js';
 import { LogHub } from './log-hub.js';
 import { LogSink } from './log-sink.js';
-import { LogStreamServer } from './log-stream.server.js';
-import { LogsController } from './logs.controller.js';
-import { LogsService } from './logs.service.js';
 
+/**
+ * The log store: LogSink (the one way lines enter), the log repository and LogHub (new lines
+ * announced across replicas). No HTTP and no auth: runners, the operator and the log transport
+ * (src/log-stream/) all build on it.
+ */
 @Module({
-  imports: [LifecycleModule, AuthModule],
-  controllers: [LogsController],
-  providers: [BuildLogsRepository, LogSink, LogHub, LogsService, LogStreamServer],
-  exports: [LogSink],
+  imports: [LifecycleModule],
+  providers: [BuildLogsRepository, LogSink, LogHub],
+  exports: [BuildLogsRepository, LogSink, LogHub],
 })
 export class LogsModule {}

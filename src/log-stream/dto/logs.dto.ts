@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional } from 'class-validator';
 import { MAX_INT4, QueryInteger } from '../../common/validators.js';
-import { LOG_LEVELS, type LogEntryLevel } from '../log-entry.js';
+import { LOG_LEVELS, type LogEntryLevel } from '../../logs/log-entry.js';
 
 export class LogsQueryDto {
   @ApiPropertyOptional({

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { TenantContext } from '../auth/tenant-context.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { BuildLogsRepository } from './build-logs.repository.js';
+import { BuildLogsRepository } from '../logs/build-logs.repository.js';
 import type { BuildLogsDto } from './dto/logs.dto.js';
-import { toLogEntry } from './log-entry.js';
+import { toLogEntry } from '../logs/log-entry.js';
 
 @Injectable()
 export class LogsService {

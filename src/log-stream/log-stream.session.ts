@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { isTerminal } from '../lifecycle/build-state.js';
-import { type StoredLogLine, toStreamMessage } from './log-entry.js';
-import type { LogHub } from './log-hub.js';
+import { type StoredLogLine, toStreamMessage } from '../logs/log-entry.js';
+import type { LogHub } from '../logs/log-hub.js';
 
 export interface SessionOptions {
   readonly batchSize: number;

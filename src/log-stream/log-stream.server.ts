@@ -22,12 +22,12 @@ import {
   UnauthorizedError,
 } from '../common/errors.js';
 import { isUuid } from '../config/formats.js';
-import { toKilnError } from '../common/http-error.filter.js';
+import { toKilnError } from '../common/to-kiln-error.js';
 import { LOGGER } from '../common/logger.js';
 import { requestIdFrom } from '../common/request-context.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { LogHub } from './log-hub.js';
+import { LogHub } from '../logs/log-hub.js';
 import { LogStreamSession } from './log-stream.session.js';
 
 const ROUTE = /^\/api\/v1\/builds\/([^/]+)\/logs\/stream$/;
