@@ -44,6 +44,8 @@ export type BuildPlan =
       /** JSON templates go to template.json, HCL2 to template.pkr.hcl (packer picks by name). */
       readonly templateFile: 'template.json' | 'template.pkr.hcl';
       readonly variables: Readonly<Record<string, string>>;
+      /** The build's declared environment and build args: packer reads its environment. */
+      readonly env: Readonly<Record<string, string>>;
     };
 
 /** The CLI a plan runs besides buildah, if any. */
@@ -97,6 +99,7 @@ export function planBuild(config: BuildConfigSnapshot): BuildPlan {
         template,
         templateFile: isJsonObject(template) ? 'template.json' : 'template.pkr.hcl',
         variables,
+        env: { ...manifest.environment, ...(build.build_args ?? {}) },
       };
     }
     case 'container':

@@ -266,7 +266,7 @@ export class LocalRunner
       case 'pack':
         return this.runPack(build, plan, run, source, targets(plan.tags, plan.registryRepository));
       case 'packer':
-        return this.runPacker(build, plan, run, source, declaredEnvironment(build));
+        return this.runPacker(build, plan, run, source);
     }
   }
 
@@ -309,7 +309,6 @@ export class LocalRunner
     plan: Extract<BuildPlan, { kind: 'packer' }>,
     run: ActiveRun,
     source: string,
-    environment: Readonly<Record<string, string>>,
   ): Promise<void> {
     await writeFile(join(source, plan.templateFile), plan.template);
     // `packer init` installs an HCL2 template's plugins; JSON templates have none to install.
@@ -326,7 +325,7 @@ export class LocalRunner
         'packer',
         source,
         'packer',
-        environment,
+        plan.env,
       );
       if (run.cancelled) return;
       if (result.code !== 0) {
@@ -558,13 +557,6 @@ export class LocalRunner
       { text: `${level === 'ERROR' ? 'ERROR: ' : ''}[kiln] ${text}`, container: 'kiln' },
     ]);
   }
-}
-
-/** The variables a build declares for tools that read their environment (packer). */
-function declaredEnvironment(build: RunnableBuild): Record<string, string> {
-  if (build.config.form !== 'wizard') return {};
-  const manifest = build.config.manifest as unknown as BuildManifest;
-  return { ...manifest.environment, ...(manifest.build_config.build_args ?? {}) };
 }
 
 /** Values that must never appear in the log: buildx secrets. */
