@@ -24,6 +24,7 @@ import {
 import { isUuid } from '../config/formats.js';
 import { toKilnError } from '../common/to-kiln-error.js';
 import { LOGGER } from '../common/logger.js';
+import { MAX_INT4 } from '../common/validators.js';
 import { requestIdFrom } from '../common/request-context.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
@@ -36,8 +37,6 @@ export const LOG_STREAM_PROTOCOL = 'kiln.logs.v1';
 const BEARER_PROTOCOL = 'bearer.';
 const TENANT_PROTOCOL = 'tenant.';
 const MAX_INBOUND_BYTES = 64 * 1024;
-/** Line seqs are Postgres `integer`s: a larger offset names no line and must not reach a query. */
-const MAX_OFFSET = 2_147_483_647;
 
 interface Upgrade {
   readonly buildId: string;
@@ -146,10 +145,11 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       throw new InvalidRequestError('id must be a UUID', { id: 'must be a UUID' });
     const buildId = rawBuildId.toLowerCase();
     const offset = new URL(request.url ?? '/', 'http://kiln.invalid').searchParams.get('offset');
+    // Line seqs are Postgres `integer`s: a larger offset names no line and must not reach a query.
     const fromSeq = offset === null ? 0 : Number(offset);
-    if (offset !== null && (!/^\d+$/.test(offset) || fromSeq > MAX_OFFSET)) {
-      throw new InvalidRequestError(`offset must be an integer from 0 to ${MAX_OFFSET}`, {
-        offset: `must be an integer from 0 to ${MAX_OFFSET}`,
+    if (offset !== null && (!/^\d+$/.test(offset) || fromSeq > MAX_INT4)) {
+      throw new InvalidRequestError(`offset must be an integer from 0 to ${MAX_INT4}`, {
+        offset: `must be an integer from 0 to ${MAX_INT4}`,
       });
     }
     await this.lifecycle.get(tenantId, buildId);
