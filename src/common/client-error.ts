@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { type Server, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { errorResponseOf } from './error-body.js';
+import { errorResponseOf, rawErrorResponse } from './error-body.js';
 import { InvalidRequestError } from './errors.js';
-import { REQUEST_ID_HEADER } from './request-id.middleware.js';
 
 /** Node's parser errors with a status of their own; every other parse error is a 400. */
 const REFUSALS: Readonly<Record<string, { status: number; message: string }>> = {
@@ -50,19 +49,9 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     }
     const { status, message } = REFUSALS[error.code ?? ''] ?? MALFORMED;
     const traceId = randomUUID();
-    const payload = JSON.stringify(errorResponseOf(new InvalidRequestError(message), traceId).body);
+    const { body } = errorResponseOf(new InvalidRequestError(message), traceId);
     logger.debug({ trace_id: traceId, status, reason: error.code }, 'refused a malformed request');
-    socket.end(
-      [
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
-        'Content-Type: application/json; charset=utf-8',
-        `Content-Length: ${Buffer.byteLength(payload)}`,
-        `${REQUEST_ID_HEADER}: ${traceId}`,
-        'Connection: close',
-        '',
-        payload,
-      ].join('\r\n'),
-    );
+    socket.end(rawErrorResponse(status, body, traceId));
     // Closing with unread input would reset the connection and could discard the answer: let the
     // client read it and close, and drop the connection if it does not.
     const linger = setTimeout(() => socket.destroy(), LINGER_MS);

@@ -1,4 +1,6 @@
+import { STATUS_CODES } from 'node:http';
 import { assertUnreachable, ErrorCode, type ErrorDetails, type KilnError } from './errors.js';
+import { REQUEST_ID_HEADER } from './request-id.middleware.js';
 
 /** The spec's Error.code values (section 7); the wire never carries anything else. */
 export const API_ERROR_CODES = [
@@ -67,4 +69,28 @@ export function errorResponseOf(
       ...(error.details === undefined ? {} : { details: error.details }),
     },
   };
+}
+
+/**
+ * A whole HTTP/1.1 response carrying the Error body, for answers written straight onto a socket
+ * (a refused WebSocket upgrade, a request Node's parser refused): the connection closes after it.
+ * `headers` are extra header lines (`Name: value`).
+ */
+export function rawErrorResponse(
+  status: number,
+  body: ErrorBody,
+  requestId: string,
+  headers: readonly string[] = [],
+): string {
+  const json = JSON.stringify(body);
+  return [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(json)}`,
+    `${REQUEST_ID_HEADER}: ${requestId}`,
+    ...headers,
+    'Connection: close',
+    '',
+    json,
+  ].join('\r\n');
 }

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { Authorizer, bearerTokenOf } from '../auth/authorizer.js';
-import { errorResponseOf } from '../common/error-body.js';
+import { errorResponseOf, rawErrorResponse } from '../common/error-body.js';
 import { retryAfterSeconds } from '../common/rate-limit-headers.js';
 import {
   ForbiddenError,
@@ -85,7 +85,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
         socket,
         requestIdFrom(request.headers['x-request-id']),
         new InvalidRequestError(`Invalid WebSocket handshake: ${error.message}`),
-        'Sec-WebSocket-Version: 13\r\n',
+        ['Sec-WebSocket-Version: 13'],
       );
     });
     const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
@@ -254,32 +254,19 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
 }
 
 /** Answers an upgrade with a plain HTTP error in the spec's Error shape; no 101 is ever sent. */
-function refuse(socket: Duplex, requestId: string, error: KilnError, headers = ''): void {
+function refuse(
+  socket: Duplex,
+  requestId: string,
+  error: KilnError,
+  headers: readonly string[] = [],
+): void {
   // As the ws library does: a client that never closes its side must not hold the socket open.
   socket.once('finish', () => socket.destroy());
   const { status, body } = errorResponseOf(error, requestId);
-  const json = JSON.stringify(body);
-  const extra =
-    headers +
-    (error instanceof RateLimitedError
-      ? `Retry-After: ${retryAfterSeconds(error.rateLimit)}\r\n`
-      : '');
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
-      `X-Request-Id: ${requestId}\r\n${extra}Connection: close\r\n\r\n${json}`,
-  );
+  const retryAfter =
+    error instanceof RateLimitedError ? [`Retry-After: ${retryAfterSeconds(error.rateLimit)}`] : [];
+  socket.end(rawErrorResponse(status, body, requestId, [...headers, ...retryAfter]));
 }
-
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
 
 /** Open log streams per user: a slot is held from its reservation until its release. */
 class StreamSlots {
