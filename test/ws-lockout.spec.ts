@@ -5,7 +5,7 @@ import { TokenService } from '../src/auth/token.service.js';
 import { type Seeded, PASSWORD, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
-import { LogStreamClient, refusal } from './support/log-stream-client.js';
+import { LogStreamClient, refusalResponse } from './support/log-stream-client.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const LIMIT = 3;
@@ -188,10 +188,12 @@ describe('per-user log stream limit after refused and abandoned upgrades', () =>
       for (let i = 0; i < ATTEMPTS; i++) expect(await rawUpgrade(kind, headers)).toBe(expected);
 
       const open = await openUpToLimit(headers);
-      const over = await refusal(stream(headers)).finally(() => closeAll(open));
+      const over = await refusalResponse(stream(headers)).finally(() => closeAll(open));
 
       expect(open).toHaveLength(LIMIT);
       expect(over.status).toBe(429);
+      expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(over.body).toMatchObject({ code: 'INVALID_REQUEST' });
     },
   );
 

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import WebSocket from 'ws';
 
 export interface StreamMessage {
@@ -36,6 +37,7 @@ export class LogStreamClient {
           fail(
             Object.assign(new Error(`HTTP ${res.statusCode}`), {
               status: res.statusCode,
+              headers: res.headers,
               body: JSON.parse(body) as unknown,
             }),
           ),
@@ -91,11 +93,23 @@ export class LogStreamClient {
 
 /** The HTTP refusal of an upgrade: status and Error body. */
 export async function refusal(client: LogStreamClient): Promise<{ status: number; body: any }> {
+  const { status, body } = await refusalResponse(client);
+  return { status, body };
+}
+
+/** The HTTP refusal of an upgrade with its headers (Retry-After, Sec-WebSocket-Version…). */
+export async function refusalResponse(
+  client: LogStreamClient,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: any }> {
   try {
     await client.opened;
   } catch (error) {
-    const { status, body } = error as { status?: number; body?: any };
-    if (status !== undefined) return { status, body };
+    const { status, headers, body } = error as {
+      status?: number;
+      headers?: IncomingHttpHeaders;
+      body?: any;
+    };
+    if (status !== undefined) return { status, headers: headers ?? {}, body };
     throw error;
   }
   throw new Error('the upgrade was accepted');
