@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { AppModule, type AppOptions } from './app.module.js';
+import { AppModule, type AppOptions, composesApi } from './app.module.js';
 import { JWT_SECRET } from './auth/jwt.constants.js';
 import { answerClientErrors } from './common/client-error.js';
 import { serveOpenApi } from './common/openapi-document.js';
@@ -38,8 +38,10 @@ export async function createApp(
   app.use(refuseUnstorableText);
   app.useGlobalFilters(new HttpErrorFilter(logger));
   app.useGlobalPipes(createValidationPipe());
-  if (config.role !== 'operator') {
-    // The JWT secret may be generated at start: hand it to the log masker before any build runs.
+  // LogSink registers the database secrets itself, in every role (the log store is core). The JWT
+  // secret exists where auth is composed and may be generated at start: hand it over before any
+  // build runs.
+  if (composesApi(config.role)) {
     app.get(LogSink).registerProcessSecrets({ 'JWT signing secret': app.get<string>(JWT_SECRET) });
     serveOpenApi(app);
   }

@@ -5,15 +5,30 @@ import type { DataSource } from 'typeorm';
 import { AuthModule } from './auth/auth.module.js';
 import { BuildsModule } from './builds/builds.module.js';
 import { LOGGER } from './common/logger.js';
-import { KilnConfig } from './config/config.js';
+import { KilnConfig, type Role } from './config/config.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
+import { LifecycleModule } from './lifecycle/lifecycle.module.js';
 import { LogStreamModule } from './log-stream/log-stream.module.js';
+import { LogsModule } from './logs/logs.module.js';
+import { OperatorModule } from './operator/operator.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
+import { RunnersModule } from './runners/runners.module.js';
 
 /** Path prefix of every API route (spec section 9). Health probes live outside it. */
 export const API_PREFIX = 'api/v1';
+
+/**
+ * The modules of the HTTP API, each mounted under /api/v1. AuthModule also counts every /api/v1
+ * request against the rate limits (ApiRateLimitMiddleware), unknown routes included.
+ */
+export const API_MODULES: ReadonlyArray<Type> = [
+  AuthModule,
+  ProjectsModule,
+  BuildsModule,
+  LogStreamModule,
+];
 
 export interface AppOptions {
   /** Modules mounted under /api/v1 besides kiln's own (tests use this for probe routes). */
@@ -22,7 +37,46 @@ export interface AppOptions {
   readonly runner?: Type<BuildRunner>;
 }
 
-/** The application for one KILN_ROLE: health for every role, the API and operator by role. */
+/** Whether a role serves the HTTP API: its routes, the log WebSocket and the OpenAPI document. */
+export function composesApi(role: Role): boolean {
+  return role === 'api' || role === 'all';
+}
+
+/** Whether a role runs the operator. */
+export function composesOperator(role: Role): boolean {
+  return role === 'operator' || role === 'all';
+}
+
+/**
+ * What every role runs: the database, the build lifecycle, the log store and the health probes
+ * (config and logger are AppModule's own providers).
+ */
+export function coreModules(dataSource: DataSource): Array<Type | DynamicModule> {
+  return [DatabaseModule.forDataSource(dataSource), LifecycleModule, LogsModule, HealthModule];
+}
+
+/**
+ * The HTTP API under /api/v1, and the BuildRunner port its BuildsService starts and cancels builds
+ * through. The runner is bound here, with the API: the local runner executes a build as child
+ * processes of the very process whose API started it, so it belongs to the api and all roles.
+ * When the Kubernetes runner lands, the API side of it (creating Build resources) is bound here
+ * too, and the operator role binds the Kubernetes side (the reconcile loop) in operatorModules().
+ */
+export function apiModules(options: AppOptions): Array<Type | DynamicModule> {
+  const routed = [...API_MODULES, ...(options.extraApiModules ?? [])];
+  return [
+    ...routed,
+    RouterModule.register(routed.map((module) => ({ path: API_PREFIX, module }))),
+    RunnersModule.forRoot(options.runner),
+  ];
+}
+
+/** The operator: no HTTP route. It binds no runner yet (see apiModules). */
+export function operatorModules(): Array<Type | DynamicModule> {
+  return [OperatorModule];
+}
+
+/** The application for one KILN_ROLE: api = core + api, operator = core + operator, all = all three. */
 @Module({})
 export class AppModule {
   static forRoot(
@@ -31,29 +85,13 @@ export class AppModule {
     logger: Logger,
     options: AppOptions = {},
   ): DynamicModule {
-    const apiModules: Array<Type | DynamicModule> =
-      config.role === 'operator'
-        ? []
-        : [
-            AuthModule,
-            ProjectsModule,
-            BuildsModule.forRoot(options.runner),
-            LogStreamModule,
-            ...(options.extraApiModules ?? []),
-          ];
     return {
       module: AppModule,
       global: true,
       imports: [
-        DatabaseModule.forDataSource(dataSource),
-        HealthModule,
-        ...apiModules,
-        RouterModule.register(
-          apiModules.map((module) => ({
-            path: API_PREFIX,
-            module: 'module' in module ? module.module : module,
-          })),
-        ),
+        ...coreModules(dataSource),
+        ...(composesApi(config.role) ? apiModules(options) : []),
+        ...(composesOperator(config.role) ? operatorModules() : []),
       ],
       providers: [
         { provide: KilnConfig, useValue: config },

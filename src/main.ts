@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
+import { KILN_ENTITIES } from './app.entities.js';
 import { createApp } from './app.factory.js';
+import { composesApi } from './app.module.js';
 import { createLogger } from './common/logger.js';
 import { ConfigError, loadConfig, type KilnConfig } from './config/config.js';
 import { openDatabase } from './database/database.js';
@@ -26,7 +28,7 @@ async function main(): Promise<void> {
     'kiln starting',
   );
 
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, { entities: KILN_ENTITIES });
   const app = await createApp(config, database.dataSource, logger);
   await app.listen(config.port, config.host);
   logger.info({ url: `http://${config.host}:${config.port}` }, 'kiln is ready');
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
     force.unref();
     await closeHttpServer(app.getHttpServer(), config.shutdownTimeoutMs, async () => {
       // Open log streams are upgraded sockets the HTTP server would wait for: close them first.
-      const streams = config.role === 'operator' ? undefined : app.get(LogStreamServer);
+      const streams = composesApi(config.role) ? app.get(LogStreamServer) : undefined;
       await streams?.closeAll();
     });
     await app.close();

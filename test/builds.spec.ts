@@ -325,6 +325,63 @@ describe('builds API', () => {
       },
     );
 
+    it("captures the spec at create (the project's repository and registry as they were then) and a retry runs the same spec", async () => {
+      await kiln.dataSource.query(
+        `UPDATE projects SET git_repository_url = $1, default_registry = $2 WHERE id = $3`,
+        ['https://git.example.com/a/web.git', 'harbor.example.com/team', seeded.projectA],
+      );
+      const manifest = wizardManifest('buildx');
+      (manifest['build_config'] as Record<string, unknown>)['build_args'] = { B: '2' };
+      const created = await jsonOf(
+        await admin.request('POST', '/builds', {
+          tenant_id: seeded.tenantA,
+          project_id: seeded.projectA,
+          manifest,
+        }),
+      );
+      const id: string = created.data.id;
+      // What the project says later does not change what the build runs.
+      await kiln.dataSource.query(
+        `UPDATE projects SET git_repository_url = $1, default_registry = NULL WHERE id = $2`,
+        ['https://git.example.com/a/moved.git', seeded.projectA],
+      );
+      await admin.request('POST', `/builds/${id}/start`);
+
+      const expected = {
+        version: 1,
+        form: 'wizard',
+        method: 'buildx',
+        config: {
+          dockerfile: 'FROM scratch\nCOPY . /\n',
+          platforms: ['linux/amd64', 'linux/arm64'],
+        },
+        source: {
+          repository: 'https://git.example.com/a/web.git',
+          branch: null,
+          commit: null,
+          context: '.',
+        },
+        output: {
+          repository: 'harbor.example.com/team/web',
+          tags: ['latest', 'v1'],
+          registryType: 'harbor',
+        },
+        sbomTool: 'syft',
+        scanTool: 'trivy',
+        secretManager: 'vault',
+        env: { CI: 'true' },
+        buildArgs: { B: '2' },
+        timeoutSeconds: 3600,
+      };
+      expect(runner.specs.get(id)).toEqual(expected);
+
+      await runner.fail(id);
+      const retried = await jsonOf(await admin.request('POST', `/builds/${id}/retry`));
+      await admin.request('POST', `/builds/${retried.id}/start`);
+
+      expect(runner.specs.get(retried.id)).toEqual(expected);
+    });
+
     it('answers 403 when tenant_id differs from X-Tenant-ID', async () => {
       const response = await admin.request('POST', '/builds', {
         tenant_id: seeded.tenantB,

@@ -5,6 +5,7 @@ import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import { Public } from '../src/auth/require-permission.decorator.js';
+import { KILN_ENTITIES } from '../src/app.entities.js';
 import { createApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/config.js';
 import { type Database, openDatabase } from '../src/database/database.js';
@@ -41,7 +42,7 @@ describe('database outage with the embedded PostgreSQL', () => {
 
   beforeAll(async () => {
     const config = loadConfig({ KILN_DATA_DIR: dataDir, KILN_RUNNER: 'local' });
-    database = await openDatabase(config, logs.logger);
+    database = await openDatabase(config, logs.logger, { entities: KILN_ENTITIES });
     app = await createApp(config, database.dataSource, logs.logger, {
       extraApiModules: [NotesModule],
     });

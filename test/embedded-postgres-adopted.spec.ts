@@ -5,6 +5,7 @@ import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { KILN_ENTITIES } from '../src/app.entities.js';
 import { createApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/config.js';
 import { type Database, openDatabase } from '../src/database/database.js';
@@ -68,7 +69,7 @@ describe('an embedded PostgreSQL adopted after kiln restarted', () => {
     expect(isAlive(postmaster)).toBe(true);
 
     const config = loadConfig({ KILN_DATA_DIR: dataDir, KILN_RUNNER: 'local' });
-    database = await openDatabase(config, logs.logger);
+    database = await openDatabase(config, logs.logger, { entities: KILN_ENTITIES });
     app = await createApp(config, database.dataSource, logs.logger);
     await app.listen(0, '127.0.0.1');
     baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;

@@ -178,6 +178,27 @@ describe('the local runner (real buildah, real registry)', () => {
     expect(readdirSync(`${dataDir}/builds/${id}`)).not.toContain('source');
   });
 
+  it("fails a build that outlives its spec's timeout as TimedOut, stopping it and keeping its log", async () => {
+    const build = await admin.createBuild(seeded.projectA, 'slow');
+    // The timeout is captured in the spec at create (KILN_BUILD_TIMEOUT_SECONDS): shorten it.
+    await kiln.dataSource.query(
+      `UPDATE builds SET spec = jsonb_set(spec, '{timeoutSeconds}', '5') WHERE id = $1`,
+      [build.id],
+    );
+    await admin.request('POST', `/builds/${build.id}/start`);
+
+    const ended = await finished(build.id);
+
+    expect(ended.status).toBe('failed');
+    expect(ended.error_message).toMatch(/ran longer than its timeout of 5 s/);
+    const [row] = await kiln.dataSource.query('SELECT failure_reason FROM builds WHERE id = $1', [
+      build.id,
+    ]);
+    expect(row.failure_reason).toBe('TimedOut');
+    expect(processesMentioning(build.id)).toEqual([]);
+    expect((await logsOf(build.id)).map((l: any) => l.message)).toContain('sleeping');
+  });
+
   const missingTools = (['paketo', 'packer'] as const).filter(
     (type) => !onPath(type === 'paketo' ? 'pack' : 'packer'),
   );

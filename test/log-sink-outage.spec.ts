@@ -2,6 +2,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { KILN_ENTITIES } from '../src/app.entities.js';
 import { createApp } from '../src/app.factory.js';
 import { loadConfig } from '../src/config/config.js';
 import { type Database, openDatabase } from '../src/database/database.js';
@@ -38,7 +39,7 @@ describe('LogSink across a crash of the embedded PostgreSQL', () => {
   let projectId: string;
 
   beforeAll(async () => {
-    database = await openDatabase(config, logs.logger);
+    database = await openDatabase(config, logs.logger, { entities: KILN_ENTITIES });
     app = await createApp(config, database.dataSource, logs.logger, { runner: FakeRunner });
     await app.listen(0, '127.0.0.1');
     const kiln: TestApp = {

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { KILN_ENTITIES } from '../src/app.entities.js';
 import { createDataSource, MIGRATIONS_TABLE, runMigrations } from '../src/database/data-source.js';
 import { MIGRATIONS } from '../src/database/migrations/index.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
@@ -32,6 +33,7 @@ describe(runMigrations.name, () => {
     return createDataSource({
       url: database.url,
       logger: logs.logger,
+      entities: KILN_ENTITIES,
       migrations: [...MIGRATIONS, CreateWidgets1700000000000],
     });
   }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import pg from 'pg';
+import { KILN_ENTITIES } from '../../dist/app.entities.js';
 import { createApp } from '../../dist/app.factory.js';
 import { TenancyService } from '../../dist/auth/tenancy.service.js';
 import { TokenService } from '../../dist/auth/token.service.js';
@@ -68,7 +69,7 @@ export async function startKiln(env = {}, { runner = 'bench' } = {}) {
       },
       dir,
     );
-    const dataSource = createDataSource({ url, logger });
+    const dataSource = createDataSource({ url, logger, entities: KILN_ENTITIES });
     await dataSource.initialize();
     closers.push(() => dataSource.destroy());
     await runMigrations(dataSource, logger);

@@ -1,8 +1,32 @@
+import { type BuildMethod, dockerfilePlan, NO_EXCLUSIVE_FIELDS } from './method.js';
+import { MANIFEST_MESSAGES } from './types.js';
+
 /**
  * The `container` method: a Containerfile generated from the manifest's base image and
- * instructions (one Dockerfile instruction per element). Build-time environment entries become
- * ARG lines with defaults, so RUN steps see them without baking them into the image. Shared by
- * the local and the Kubernetes runners.
+ * instructions. Spec 7 asks every non-kaniko method for both, but spec 2.7 has the wizard send
+ * `base_image: ""` for paketo and packer: only this method, which builds from them, requires them.
+ */
+export const container: BuildMethod = {
+  name: 'container',
+  ...NO_EXCLUSIVE_FIELDS,
+  check(draft, details) {
+    if (draft.baseImage === '')
+      details['manifest.base_image'] ??= MANIFEST_MESSAGES.baseImageRequired;
+    if (draft.instructions.length === 0) {
+      details['manifest.instructions'] ??= MANIFEST_MESSAGES.instructionsRequired;
+    }
+  },
+  localPlan: (spec) =>
+    dockerfilePlan(
+      spec,
+      containerfileFor(spec.config.base_image ?? '', spec.config.instructions ?? [], spec.env),
+      spec.buildArgs,
+    ),
+};
+
+/**
+ * One Dockerfile instruction per element. Build-time environment entries become ARG lines with
+ * defaults, so RUN steps see them without baking them into the image.
  */
 export function containerfileFor(
   baseImage: string,

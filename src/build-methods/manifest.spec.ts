@@ -1,11 +1,7 @@
-import {
-  BUILD_METHODS,
-  type BuildManifest,
-  type BuildMethod,
-  outputRepository,
-  paketoBuilderImage,
-  validateManifest,
-} from './manifest.js';
+import { outputRepository } from './build-spec.js';
+import { validateManifest } from './manifest.js';
+import { paketoBuilderImage } from './paketo.js';
+import { type BuildManifest, METHOD_NAMES, type MethodName } from './types.js';
 
 // Fixtures are mutated deeply to make each bad case; validateManifest takes unknown anyway.
 type Fixture = Record<string, any>;
@@ -34,7 +30,7 @@ const commonConfig = {
 };
 
 /** A manifest as the wizard sends it for a valid form of each method. */
-function wizard(method: BuildMethod): Fixture {
+function wizard(method: MethodName): Fixture {
   const base = {
     name: `${method}-app`,
     description: 'Built from the wizard',
@@ -128,7 +124,7 @@ function rejected(input: unknown): Record<string, string> {
 
 describe(validateManifest.name, () => {
   describe('manifests the wizard sends for a valid form', () => {
-    it.each(BUILD_METHODS)('accepts a %s manifest', (method) => {
+    it.each(METHOD_NAMES)('accepts a %s manifest', (method) => {
       expect(validateManifest(wizard(method)).ok).toBe(true);
     });
 
@@ -233,7 +229,7 @@ describe(validateManifest.name, () => {
   });
 
   describe('wizard messages (spec section 7)', () => {
-    it.each<[BuildMethod, string, (m: Fixture) => void, string, string]>([
+    it.each<[MethodName, string, (m: Fixture) => void, string, string]>([
       [
         'container',
         'an empty base image',
@@ -338,7 +334,7 @@ describe(validateManifest.name, () => {
       expect(rejected(input)).toEqual({ [path]: message });
     });
 
-    it.each(BUILD_METHODS)('requires at least one tag for %s', (method) => {
+    it.each(METHOD_NAMES)('requires at least one tag for %s', (method) => {
       expect(rejected({ ...wizard(method), tags: [] })).toEqual({
         'manifest.tags': 'At least one tag is required',
       });

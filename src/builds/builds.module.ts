@@ -1,19 +1,16 @@
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { ProjectsModule } from '../projects/projects.module.js';
-import type { BuildRunner } from '../runners/build-runner.js';
-import { RunnersModule } from '../runners/runners.module.js';
 import { BuildsController } from './builds.controller.js';
 import { BuildsService } from './builds.service.js';
 
-@Module({})
-export class BuildsModule {
-  static forRoot(runner?: Type<BuildRunner>): DynamicModule {
-    return {
-      module: BuildsModule,
-      imports: [LifecycleModule, ProjectsModule, RunnersModule.forRoot(runner)],
-      controllers: [BuildsController],
-      providers: [BuildsService],
-    };
-  }
-}
+/**
+ * The builds API. BuildsService injects the BuildRunner port without knowing which runner serves
+ * it: the role's composition binds one (RunnersModule.forRoot in app.module.ts).
+ */
+@Module({
+  imports: [LifecycleModule, ProjectsModule],
+  controllers: [BuildsController],
+  providers: [BuildsService],
+})
+export class BuildsModule {}

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { TenantContext } from '../auth/tenant-context.js';
+import { type SpecContext, specOfManifest, specOfReference } from '../build-methods/build-spec.js';
 import { validateManifest } from '../build-methods/manifest.js';
 import { ForbiddenError, InvalidRequestError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
@@ -49,44 +50,42 @@ export class BuildsService {
       idempotencyKey: idempotencyKey ?? null,
       requestHash: idempotencyKey === undefined ? null : hashRequest(request),
     };
+    const projectId = request.body.project_id.toLowerCase();
+    if (request.form === 'wizard' && request.body.tenant_id.toLowerCase() !== tenant.tenantId) {
+      throw new ForbiddenError('tenant_id does not match X-Tenant-ID');
+    }
+    // A missing project is the insert's 404; until then it only means no repository or registry.
+    const project = await this.projects.findInTenant(tenant.tenantId, projectId);
+    const context: SpecContext = {
+      project: {
+        name: project?.name ?? 'project',
+        gitRepositoryUrl: project?.gitRepositoryUrl ?? null,
+        defaultRegistry: project?.defaultRegistry ?? null,
+      },
+      defaultRegistry: this.config.localRegistry,
+      timeoutSeconds: this.config.buildTimeoutSeconds,
+    };
     const build: NewBuild =
       request.form === 'reference'
         ? {
             ...common,
-            projectId: request.body.project_id.toLowerCase(),
+            projectId,
             gitBranch: request.body.git_branch,
             gitCommit: request.body.git_commit?.toLowerCase() ?? null,
             method: null,
             config: { form: 'reference', build_args: request.body.build_args ?? null },
+            spec: specOfReference(
+              {
+                branch: request.body.git_branch,
+                commit: request.body.git_commit?.toLowerCase() ?? null,
+                buildArgs: request.body.build_args ?? null,
+              },
+              context,
+            ),
           }
-        : { ...common, ...(await this.fromWizard(tenant, request.body)) };
+        : { ...common, projectId, ...fromWizard(request.body.manifest, context) };
     const created = await this.lifecycle.create(build);
     return { form: request.form, ...created };
-  }
-
-  private async fromWizard(
-    tenant: TenantContext,
-    body: Extract<CreateBuildRequest, { form: 'wizard' }>['body'],
-  ): Promise<Pick<NewBuild, 'projectId' | 'gitBranch' | 'gitCommit' | 'method' | 'config'>> {
-    if (body.tenant_id.toLowerCase() !== tenant.tenantId) {
-      throw new ForbiddenError('tenant_id does not match X-Tenant-ID');
-    }
-    // A missing project is the insert's 404; here it only means no project default registry.
-    const project = await this.projects.findInTenant(
-      tenant.tenantId,
-      body.project_id.toLowerCase(),
-    );
-    const result = validateManifest(body.manifest, {
-      defaultRegistry: project?.defaultRegistry ?? this.config.localRegistry,
-    });
-    if (!result.ok) throw InvalidRequestError.listing('Invalid build manifest', result.details);
-    return {
-      projectId: body.project_id.toLowerCase(),
-      gitBranch: null,
-      gitCommit: null,
-      method: result.manifest.type,
-      config: { form: 'wizard', manifest: result.manifest as unknown as Record<string, unknown> },
-    };
   }
 
   get(tenant: TenantContext, id: string): Promise<BuildEntity> {
@@ -175,6 +174,23 @@ export class BuildsService {
       );
     }
   }
+}
+
+/** Validates the manifest against the project's defaults and captures what will run. */
+function fromWizard(
+  input: unknown,
+  context: SpecContext,
+): Pick<NewBuild, 'gitBranch' | 'gitCommit' | 'method' | 'config' | 'spec'> {
+  const defaultRegistry = context.project.defaultRegistry ?? context.defaultRegistry;
+  const result = validateManifest(input, { defaultRegistry });
+  if (!result.ok) throw InvalidRequestError.listing('Invalid build manifest', result.details);
+  return {
+    gitBranch: null,
+    gitCommit: null,
+    method: result.manifest.type,
+    config: { form: 'wizard', manifest: result.manifest },
+    spec: specOfManifest(result.manifest, context),
+  };
 }
 
 /** A stable digest of what was asked, to tell an idempotent replay from a reused key. */

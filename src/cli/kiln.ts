@@ -2,6 +2,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'node:util';
+import { KILN_ENTITIES } from '../app.entities.js';
 import { TenancyService } from '../auth/tenancy.service.js';
 import { translateDatabaseError } from '../common/database-errors.js';
 import { KilnError } from '../common/errors.js';
@@ -67,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
   const print = (text: string, json: unknown) =>
     process.stdout.write(`${values.json === true ? JSON.stringify(json) : text}\n`);
 
-  const database = await openDatabase(config, logger);
+  const database = await openDatabase(config, logger, { entities: KILN_ENTITIES });
   try {
     if (positionals[0] === 'migrate') {
       const { applied } = database;

@@ -79,6 +79,8 @@ export class KilnConfig {
   /** Reverse proxies in front of kiln whose X-Forwarded-For is trusted for the client address. */
   readonly trustProxyHops!: number;
   readonly shutdownTimeoutMs!: number;
+  /** How long a build may run before it fails with TimedOut (captured in its spec at create). */
+  readonly buildTimeoutSeconds!: number;
 
   constructor(values: KilnConfig) {
     Object.assign(this, values);
@@ -153,6 +155,7 @@ export function loadConfig(
   const maxBodyBytes = integer('KILN_MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024);
   const trustProxyHops = integer('KILN_TRUST_PROXY_HOPS', 0, 0, 10);
   const shutdownTimeoutMs = integer('KILN_SHUTDOWN_TIMEOUT_SECONDS', 25, 1, 3600) * 1000;
+  const buildTimeoutSeconds = integer('KILN_BUILD_TIMEOUT_SECONDS', 3600, 1, 7 * 24 * 3600);
 
   const rawDataDir = value('KILN_DATA_DIR') ?? '.kiln';
   const dataDir = isAbsolute(rawDataDir) ? rawDataDir : resolve(cwd, rawDataDir);
@@ -270,6 +273,7 @@ export function loadConfig(
     maxBodyBytes,
     trustProxyHops,
     shutdownTimeoutMs,
+    buildTimeoutSeconds,
   });
 
   function readJwtSecret(

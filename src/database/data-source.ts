@@ -1,11 +1,18 @@
 import type { Logger } from 'pino';
 import { DataSource, type MigrationInterface } from 'typeorm';
-import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from './migrations/index.js';
+
+/** A TypeORM entity class. */
+export type EntityClass = new () => object;
 
 export interface DataSourceOptions {
   readonly url: string;
   readonly logger: Logger;
+  /**
+   * The entities to map. database/ imports no feature: each feature exports its own list and the
+   * composition root passes them all (src/app.entities.ts, KILN_ENTITIES).
+   */
+  readonly entities: ReadonlyArray<EntityClass>;
   readonly poolSize?: number;
   readonly migrations?: ReadonlyArray<new () => MigrationInterface>;
 }
@@ -18,7 +25,7 @@ export function createDataSource(options: DataSourceOptions): DataSource {
   return new DataSource({
     type: 'postgres',
     url,
-    entities: [...ENTITIES],
+    entities: [...options.entities],
     migrations: [...(options.migrations ?? MIGRATIONS)],
     migrationsTableName: MIGRATIONS_TABLE,
     synchronize: false,

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { KilnConfig } from '../config/config.js';
-import { createDataSource, runMigrations } from './data-source.js';
+import { createDataSource, type EntityClass, runMigrations } from './data-source.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 
 const EMBEDDED_DATABASE = 'kiln';
@@ -15,15 +15,24 @@ export interface Database {
   close(): Promise<void>;
 }
 
+export interface OpenDatabaseOptions {
+  /** The entities to map: the caller's, as database/ imports no feature (KILN_ENTITIES). */
+  readonly entities: ReadonlyArray<EntityClass>;
+  /** How long to wait for a database that is not up yet. */
+  readonly connectTimeoutMs?: number;
+}
+
 /**
  * Connects to DATABASE_URL, or starts (or adopts) the embedded PostgreSQL under KILN_DATA_DIR,
- * then applies pending migrations. Waits up to `connectTimeoutMs` for a database that is not up yet.
+ * then applies pending migrations. Waits up to `connectTimeoutMs` (60 s) for a database that is
+ * not up yet.
  */
 export async function openDatabase(
   config: Pick<KilnConfig, 'databaseUrl' | 'dataDir'>,
   logger: Logger,
-  connectTimeoutMs = 60_000,
+  options: OpenDatabaseOptions,
 ): Promise<Database> {
+  const { entities, connectTimeoutMs = 60_000 } = options;
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (url === undefined) {
@@ -33,7 +42,7 @@ export async function openDatabase(
   } else {
     logger.info({ host: safeHost(url) }, 'using the database from DATABASE_URL');
   }
-  const dataSource = createDataSource({ url, logger });
+  const dataSource = createDataSource({ url, logger, entities });
   let applied: string[];
   try {
     await initializeWithRetry(dataSource, logger, connectTimeoutMs);

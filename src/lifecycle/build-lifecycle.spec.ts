@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { referenceSpec } from '../../test/support/build-specs.js';
 import { LogCapture } from '../../test/support/log-capture.js';
 import { ConflictError, ErrorCode, KilnError } from '../common/errors.js';
 import { createDataSource } from '../database/data-source.js';
@@ -7,6 +8,7 @@ import { BuildLifecycle } from './build-lifecycle.js';
 import type { BuildEntity } from './build.entity.js';
 import type { BuildStatus } from './build-state.js';
 import { BuildsRepository, type NewBuild } from './builds.repository.js';
+import { LIFECYCLE_ENTITIES } from './lifecycle.module.js';
 
 /** What a settled write left: the status it wrote, or the code and details of its refusal. */
 function outcome(result: PromiseSettledResult<BuildEntity>): unknown {
@@ -34,7 +36,11 @@ describe(BuildLifecycle.name, () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    dataSource = createDataSource({ url: database.url, logger: new LogCapture().logger });
+    dataSource = createDataSource({
+      url: database.url,
+      logger: new LogCapture().logger,
+      entities: LIFECYCLE_ENTITIES,
+    });
     await dataSource.initialize();
     lifecycle = new BuildLifecycle(new BuildsRepository(dataSource));
     [{ id: tenantId }] = await dataSource.query<[{ id: string }]>(
@@ -65,6 +71,7 @@ describe(BuildLifecycle.name, () => {
       gitCommit: null,
       method: null,
       config: { form: 'reference', build_args: null },
+      spec: referenceSpec(),
       ...overrides,
     };
   }
@@ -184,11 +191,21 @@ describe(BuildLifecycle.name, () => {
     ]);
   });
 
-  it('retries a failed build as a new queued build with its configuration and retry_of, leaving the original failed', async () => {
+  it('retries a failed build as a new queued build with its configuration, its spec and retry_of, leaving the original failed', async () => {
+    const spec = referenceSpec({
+      source: {
+        repository: 'https://git.example.com/a.git',
+        branch: 'b',
+        commit: 'abcdef1',
+        context: '.',
+      },
+      buildArgs: { MODE: 'release' },
+    });
     const original = await running({
       gitCommit: 'abcdef1',
       method: 'dockerfile',
       config: { form: 'reference', build_args: { MODE: 'release' } },
+      spec,
     });
     await lifecycle.fail(original.id, 'BuildFailed', 'step 1 failed');
 
@@ -202,6 +219,7 @@ describe(BuildLifecycle.name, () => {
       gitCommit: 'abcdef1',
       method: 'dockerfile',
       config: { form: 'reference', build_args: { MODE: 'release' } },
+      spec,
     });
     expect(retry.id).not.toBe(original.id);
     expect((await stored(original.id)).status).toBe('failed');

@@ -155,6 +155,7 @@ export class BuildLifecycle {
       gitAuthorEmail: original.gitAuthorEmail,
       method: original.method,
       config: original.config,
+      spec: original.spec,
       retryOf: original.id,
       createdBy,
     });

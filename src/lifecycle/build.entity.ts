@@ -5,6 +5,8 @@ import {
   PrimaryGeneratedColumn,
   UpdateDateColumn,
 } from 'typeorm';
+import type { BuildSpec } from '../build-methods/build-spec.js';
+import type { BuildManifest } from '../build-methods/types.js';
 import type { BuildStatus, FailureReason } from './build-state.js';
 
 /**
@@ -13,7 +15,7 @@ import type { BuildStatus, FailureReason } from './build-state.js';
  */
 export type BuildConfigSnapshot =
   | { form: 'reference'; build_args: Record<string, string> | null }
-  | { form: 'wizard'; manifest: Record<string, unknown> };
+  | { form: 'wizard'; manifest: BuildManifest };
 
 @Entity('builds')
 export class BuildEntity {
@@ -50,6 +52,10 @@ export class BuildEntity {
 
   @Column('jsonb')
   config!: BuildConfigSnapshot;
+
+  /** What runs: captured at create from the request, the project and kiln's defaults. */
+  @Column('jsonb')
+  spec!: BuildSpec;
 
   @Column('text', { name: 'error_message', nullable: true })
   errorMessage!: string | null;

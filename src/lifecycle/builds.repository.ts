@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
+import type { BuildSpec } from '../build-methods/build-spec.js';
 import { type BuildConfigSnapshot, BuildEntity } from './build.entity.js';
 import type { BuildStatus, FailureReason } from './build-state.js';
 
@@ -12,6 +13,7 @@ export interface NewBuild {
   readonly gitAuthorEmail?: string | null;
   readonly method: string | null;
   readonly config: BuildConfigSnapshot;
+  readonly spec: BuildSpec;
   readonly retryOf?: string | null;
   readonly idempotencyKey?: string | null;
   readonly requestHash?: string | null;
@@ -95,6 +97,7 @@ export class BuildsRepository {
             gitAuthorEmail: build.gitAuthorEmail ?? null,
             method: build.method,
             config: build.config,
+            spec: build.spec,
             retryOf: build.retryOf ?? null,
             idempotencyKey: build.idempotencyKey ?? null,
             requestHash: build.requestHash ?? null,

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
+import { referenceSpec } from '../../test/support/build-specs.js';
 import { LogCapture } from '../../test/support/log-capture.js';
 import { createDataSource } from '../database/data-source.js';
 import { Notifications } from '../database/notification-listener.js';
@@ -7,6 +8,7 @@ import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import { BuildsRepository } from '../lifecycle/builds.repository.js';
 import { BuildLogsRepository } from './build-logs.repository.js';
 import { type HubNews, LogHub } from './log-hub.js';
+import { LIFECYCLE_ENTITIES } from '../lifecycle/lifecycle.module.js';
 
 const NO_CAP = 1024 * 1024 * 1024;
 const marker = () => ({ ts: new Date(), level: 'WARN' as const, message: 'cap', metadata: null });
@@ -31,7 +33,7 @@ describe(LogHub.name, () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     const logger = new LogCapture().logger;
-    dataSource = createDataSource({ url: database.url, logger });
+    dataSource = createDataSource({ url: database.url, logger, entities: LIFECYCLE_ENTITIES });
     await dataSource.initialize();
     logs = new BuildLogsRepository(dataSource);
     lifecycle = new BuildLifecycle(new BuildsRepository(dataSource));
@@ -61,6 +63,7 @@ describe(LogHub.name, () => {
       gitCommit: null,
       method: null,
       config: { form: 'reference', build_args: null },
+      spec: referenceSpec(),
     });
     return build.id;
   }

@@ -1,7 +1,12 @@
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 
-/** What a runner is given about a build: the record as stored, configuration snapshot included. */
-export type RunnableBuild = Readonly<BuildEntity>;
+/**
+ * What a runner is given about a build: who it is, and its spec (everything about what to run,
+ * captured at create). Runners read nothing else of the record.
+ */
+export type RunnableBuild = Readonly<
+  Pick<BuildEntity, 'id' | 'tenantId' | 'projectId' | 'buildNumber' | 'spec'>
+>;
 
 /**
  * The port between the API and whatever runs builds (local child processes, or Kubernetes Jobs

@@ -2,21 +2,23 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { KilnConfig } from '../config/config.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
-import { ProjectsModule } from '../projects/projects.module.js';
 import { BuildRunner } from './build-runner.js';
 import { LocalRunner } from './local/local.runner.js';
 import { UnavailableRunner } from './unavailable.runner.js';
 
 /**
  * Binds the BuildRunner port: KILN_RUNNER=local → LocalRunner; kubernetes → UnavailableRunner
- * until the Kubernetes runner lands. Tests pass their own runner class.
+ * until the Kubernetes runner lands. Tests pass their own runner class. Global, so BuildsModule
+ * injects the port without knowing the runner; composed once, by the roles that start builds
+ * (app.module.ts, apiModules). Runners read only a build's spec: no feature of the API.
  */
 @Module({})
 export class RunnersModule {
   static forRoot(runner?: Type<BuildRunner>): DynamicModule {
     return {
       module: RunnersModule,
-      imports: [LifecycleModule, LogsModule, ProjectsModule],
+      global: true,
+      imports: [LifecycleModule, LogsModule],
       providers:
         runner === undefined
           ? [

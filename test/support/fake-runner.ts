@@ -11,6 +11,8 @@ import { BuildRunner, type RunnableBuild } from '../../src/runners/build-runner.
 @Injectable()
 export class FakeRunner extends BuildRunner {
   readonly started: string[] = [];
+  /** The spec each started build was handed, by build id. */
+  readonly specs = new Map<string, RunnableBuild['spec']>();
   readonly cancelled: string[] = [];
   readonly removed: string[] = [];
   /** When set, the next start() throws, as a runner that cannot reach its backend would. */
@@ -27,6 +29,7 @@ export class FakeRunner extends BuildRunner {
     }
     await this.lifecycle.setRunnerRef(build.id, `fake/${build.id}`);
     this.started.push(build.id);
+    this.specs.set(build.id, build.spec);
   }
 
   cancel(build: RunnableBuild): Promise<void> {

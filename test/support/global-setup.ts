@@ -1,4 +1,5 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
+import { KILN_ENTITIES } from '../../src/app.entities.js';
 import { createLogger } from '../../src/common/logger.js';
 import { createDataSource, runMigrations } from '../../src/database/data-source.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
@@ -33,7 +34,11 @@ export default async function globalSetup(): Promise<void> {
   const logger = createLogger('warn');
   const server = await EmbeddedPostgres.open({ dataDir, logger, ephemeral: true });
   await server.ensureDatabase(TEMPLATE_DATABASE);
-  const dataSource = createDataSource({ url: server.url(TEMPLATE_DATABASE), logger });
+  const dataSource = createDataSource({
+    url: server.url(TEMPLATE_DATABASE),
+    logger,
+    entities: KILN_ENTITIES,
+  });
   await dataSource.initialize();
   await runMigrations(dataSource, logger);
   await dataSource.destroy(); // a template must have no open connections while it is cloned

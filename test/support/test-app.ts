@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
+import { KILN_ENTITIES } from '../../src/app.entities.js';
 import { createApp } from '../../src/app.factory.js';
 import type { BuildRunner } from '../../src/runners/build-runner.js';
 import { type Env, loadConfig } from '../../src/config/config.js';
@@ -52,7 +53,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     dataDir,
   );
   const logs = new LogCapture();
-  const dataSource = createDataSource({ url: database.url, logger: logs.logger, poolSize: 4 });
+  const dataSource = createDataSource({
+    url: database.url,
+    logger: logs.logger,
+    entities: KILN_ENTITIES,
+    poolSize: 4,
+  });
   await dataSource.initialize();
   const app = await createApp(config, dataSource, logs.logger, { extraApiModules, runner });
   await app.listen(0, '127.0.0.1');

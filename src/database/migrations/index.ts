@@ -5,6 +5,7 @@ import { RateLimits1763942400000 } from './1763942400000-rate-limits.js';
 import { BuildLogs1764028800000 } from './1764028800000-build-logs.js';
 import { ActiveRetry1764115200000 } from './1764115200000-active-retry.js';
 import { ProjectDefaultRegistry1764201600000 } from './1764201600000-project-default-registry.js';
+import { BuildSpec1764288000000 } from './1764288000000-build-spec.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -17,4 +18,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   BuildLogs1764028800000,
   ActiveRetry1764115200000,
   ProjectDefaultRegistry1764201600000,
+  BuildSpec1764288000000,
 ];

@@ -12,7 +12,9 @@ import { join, resolve, sep } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import type { BuildManifest } from '../../build-methods/manifest.js';
+import { pushTargets } from '../../build-methods/build-spec.js';
+import type { LocalPlan } from '../../build-methods/method.js';
+import { localPlanOf } from '../../build-methods/methods.js';
 import { isDatabaseUnavailable } from '../../common/database-errors.js';
 import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
@@ -20,16 +22,8 @@ import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
 import type { BuilderFormat } from '../../logs/builder-output.js';
 import { LogSink } from '../../logs/log-sink.js';
-import { ProjectsRepository } from '../../projects/projects.repository.js';
 import { BuildRunner, type RunnableBuild } from '../build-runner.js';
-import {
-  type BuildPlan,
-  packArgs,
-  packerArgs,
-  planBuild,
-  pushTargets,
-  toolOf,
-} from './build-plan.js';
+import { packArgs, packerArgs, toolOf } from './build-plan.js';
 import { type ChildTool, childEnvironment } from './child-env.js';
 import { type ChildExit, ChildRun } from './child-process.js';
 import { Slots } from './slots.js';
@@ -56,6 +50,8 @@ class BuildFailure extends Error {
 
 interface ActiveRun {
   cancelled: boolean;
+  /** Set when the build outlived its spec's timeout: the current child is stopped. */
+  timedOut: boolean;
   child: ChildRun | undefined;
   finished: Promise<void>;
 }
@@ -77,7 +73,6 @@ export class LocalRunner
   constructor(
     private readonly lifecycle: BuildLifecycle,
     private readonly sink: LogSink,
-    private readonly projects: ProjectsRepository,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
@@ -99,7 +94,12 @@ export class LocalRunner
 
   async start(build: RunnableBuild): Promise<void> {
     await this.lifecycle.setRunnerRef(build.id, `${RUNNER_PREFIX}${process.pid}`);
-    const run: ActiveRun = { cancelled: false, child: undefined, finished: Promise.resolve() };
+    const run: ActiveRun = {
+      cancelled: false,
+      timedOut: false,
+      child: undefined,
+      finished: Promise.resolve(),
+    };
     this.runs.set(build.id, run);
     run.finished = this.execute(build, run)
       .catch((error: unknown) =>
@@ -145,10 +145,22 @@ export class LocalRunner
         await this.say(build.id, `running on ${HOST_PLATFORM} with the local runner`);
         const secrets = secretsOf(build);
         if (secrets.length > 0) this.sink.registerSecrets(build.id, secrets);
-        await this.runPlan(build, planBuild(build.config), run);
+        const { timeoutSeconds } = build.spec;
+        const timer = setTimeout(() => {
+          run.timedOut = true;
+          void run.child?.stop(this.config.cancelGraceMs);
+        }, timeoutSeconds * 1000);
+        try {
+          await this.runPlan(build, localPlanOf(build.spec), run);
+        } finally {
+          clearTimeout(timer);
+        }
+        if (run.timedOut) throw timedOut(timeoutSeconds);
       }
     } catch (error) {
-      failure = this.failureOf(build.id, error);
+      failure = run.timedOut
+        ? timedOut(build.spec.timeoutSeconds)
+        : this.failureOf(build.id, error);
     } finally {
       if (acquired) this.slots.release();
       await this.cleanUp(build.id);
@@ -224,9 +236,9 @@ export class LocalRunner
     }
   }
 
-  private async runPlan(build: RunnableBuild, plan: BuildPlan, run: ActiveRun): Promise<void> {
+  private async runPlan(build: RunnableBuild, plan: LocalPlan, run: ActiveRun): Promise<void> {
     const tool = toolOf(plan);
-    const method = tool === 'pack' ? 'paketo' : 'packer';
+    const { method } = build.spec;
     if (tool !== undefined && !(await onPath(tool, this.config.childEnvironment))) {
       throw new BuildFailure(
         'InvalidSpec',
@@ -237,34 +249,19 @@ export class LocalRunner
     const source = join(dir, 'source');
     await rm(dir, { recursive: true, force: true });
     await mkdir(source, { recursive: true });
-    const project = await this.projects.findInTenant(build.tenantId, build.projectId);
-    const repository = project?.gitRepositoryUrl ?? null;
-    if (plan.kind === 'dockerfile' && plan.needsRepository && repository === null) {
+    const { repository } = build.spec.source;
+    if (plan.kind === 'dockerfile' && plan.dockerfile === undefined && repository === null) {
       throw new BuildFailure('InvalidSpec', 'the project has no git repository to build from');
     }
     if (repository !== null) await this.checkout(build, repository, source, run);
     if (run.cancelled) return;
-    const targets = (tags: readonly string[], registryRepository: string | undefined) =>
-      pushTargets(
-        tags,
-        registryRepository,
-        project?.defaultRegistry ?? this.config.localRegistry,
-        project?.name ?? 'project',
-        build.buildNumber,
-      );
+    const targets = pushTargets(build.spec.output, build.buildNumber);
 
     switch (plan.kind) {
       case 'dockerfile':
-        return this.runDockerfile(
-          build,
-          plan,
-          run,
-          dir,
-          source,
-          targets(plan.tags, plan.registryRepository),
-        );
+        return this.runDockerfile(build, plan, run, dir, source, targets);
       case 'pack':
-        return this.runPack(build, plan, run, source, targets(plan.tags, plan.registryRepository));
+        return this.runPack(build, plan, run, source, targets);
       case 'packer':
         return this.runPacker(build, plan, run, source);
     }
@@ -272,7 +269,7 @@ export class LocalRunner
 
   private async runPack(
     build: RunnableBuild,
-    plan: Extract<BuildPlan, { kind: 'pack' }>,
+    plan: Extract<LocalPlan, { kind: 'pack' }>,
     run: ActiveRun,
     source: string,
     targets: string[],
@@ -283,7 +280,7 @@ export class LocalRunner
         `builder ${plan.requestedBuilder} is deprecated; using ${plan.builder}`,
       );
     }
-    const path = this.inside(source, plan.context);
+    const path = this.inside(source, build.spec.source.context);
     // Without a registry, pack leaves the image with the container engine it talks to.
     const [image = `kiln/${build.id}:build`, ...more] = targets;
     const result = await this.runChild(
@@ -306,7 +303,7 @@ export class LocalRunner
 
   private async runPacker(
     build: RunnableBuild,
-    plan: Extract<BuildPlan, { kind: 'packer' }>,
+    plan: Extract<LocalPlan, { kind: 'packer' }>,
     run: ActiveRun,
     source: string,
   ): Promise<void> {
@@ -348,7 +345,7 @@ export class LocalRunner
 
   private async runDockerfile(
     build: RunnableBuild,
-    plan: Extract<BuildPlan, { kind: 'dockerfile' }>,
+    plan: Extract<LocalPlan, { kind: 'dockerfile' }>,
     run: ActiveRun,
     dir: string,
     source: string,
@@ -364,7 +361,7 @@ export class LocalRunner
     if (plan.dockerfile !== undefined)
       await writeFile(join(source, '.kiln.Dockerfile'), plan.dockerfile);
 
-    const context = this.inside(source, plan.context);
+    const context = this.inside(source, build.spec.source.context);
     const image = `localhost/kiln/${build.id}:build`;
     const buildah = this.buildahArgs(dir);
     const bud = [
@@ -433,7 +430,7 @@ export class LocalRunner
     source: string,
     run: ActiveRun,
   ): Promise<void> {
-    const branch = build.gitBranch;
+    const { branch, commit } = build.spec.source;
     const clone = await this.runChild(
       build.id,
       run,
@@ -456,19 +453,19 @@ export class LocalRunner
         `cloning ${repository} failed: ${failureMessage(clone.tail, clone.code)}`,
       );
     }
-    if (build.gitCommit !== null) {
+    if (commit !== null) {
       const checkout = await this.runChild(
         build.id,
         run,
         'git',
-        ['-c', 'advice.detachedHead=false', 'checkout', build.gitCommit],
+        ['-c', 'advice.detachedHead=false', 'checkout', commit],
         'checkout',
         source,
       );
       if (checkout.code !== 0) {
         throw new BuildFailure(
           'InvalidSpec',
-          `commit ${build.gitCommit} is not in ${repository}${branch === null ? '' : ` (branch ${branch})`}`,
+          `commit ${commit} is not in ${repository}${branch === null ? '' : ` (branch ${branch})`}`,
         );
       }
     }
@@ -484,6 +481,7 @@ export class LocalRunner
     format: BuilderFormat | undefined = tool === 'buildah' ? 'buildah' : undefined,
     declared: Readonly<Record<string, string>> = {},
   ) {
+    if (run.timedOut) throw new BuildFailure('TimedOut', 'timed out');
     const maxOutputBytes = OUTPUT_LIMIT_FACTOR * this.config.logMaxBytesPerBuild;
     const child = new ChildRun(tool, args, {
       cwd,
@@ -561,9 +559,14 @@ export class LocalRunner
 
 /** Values that must never appear in the log: buildx secrets. */
 function secretsOf(build: RunnableBuild): string[] {
-  if (build.config.form !== 'wizard') return [];
-  const manifest = build.config.manifest as unknown as BuildManifest;
-  return Object.values(manifest.build_config.secrets ?? {});
+  return Object.values(build.spec.config.secrets ?? {});
+}
+
+function timedOut(seconds: number): BuildFailure {
+  return new BuildFailure(
+    'TimedOut',
+    `the build ran longer than its timeout of ${seconds} s (KILN_BUILD_TIMEOUT_SECONDS when it was created) and was stopped`,
+  );
 }
 
 /** The error lines of a failed command, or its last lines when it printed none. */

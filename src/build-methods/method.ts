@@ -1,0 +1,88 @@
+import type { BuildSpec } from './build-spec.js';
+import type { Json } from './fields.js';
+import type { BuildConfig, Details, MethodName } from './types.js';
+
+/** A manifest as far as the rules every method shares have read it (values undefined if wrong). */
+export interface ManifestDraft {
+  readonly baseImage: string;
+  readonly instructions: readonly string[];
+  readonly config: Partial<BuildConfig>;
+  /** `build_context` as sent, trimmed: kaniko tells an empty context from an absent one. */
+  readonly contextGiven: string | undefined;
+  /** Whether a full-reference tag or a default registry names the output repository. */
+  readonly repositoryFromElsewhere: boolean;
+}
+
+/** What the local runner does for one build (pure data, decided from the spec alone). */
+export type LocalPlan =
+  | {
+      readonly kind: 'dockerfile';
+      /** Inline Dockerfile content, or undefined to use the repository's own Dockerfile. */
+      readonly dockerfile: string | undefined;
+      /** Path of the Dockerfile in the repository when not inline. */
+      readonly dockerfilePath: string;
+      readonly buildArgs: Readonly<Record<string, string>>;
+      readonly target: string | undefined;
+      readonly platforms: readonly string[];
+    }
+  | {
+      readonly kind: 'pack';
+      /** The builder image to run, after mapping the wizard's deprecated names. */
+      readonly builder: string;
+      readonly requestedBuilder: string;
+      readonly buildpacks: readonly string[];
+      readonly env: Readonly<Record<string, string>>;
+    }
+  | {
+      readonly kind: 'packer';
+      readonly template: string;
+      /** JSON templates go to template.json, HCL2 to template.pkr.hcl (packer picks by name). */
+      readonly templateFile: 'template.json' | 'template.pkr.hcl';
+      readonly variables: Readonly<Record<string, string>>;
+      /** The build's declared environment and build args: packer reads its environment. */
+      readonly env: Readonly<Record<string, string>>;
+    };
+
+/**
+ * Everything kiln knows about one build method, in one file per method (`<method>.ts`) and one
+ * table (`methods.ts`): its manifest rules, its local plan and, with the operator, its Job.
+ * Code outside that table never switches on a method name.
+ */
+export interface BuildMethod {
+  readonly name: MethodName;
+  /** build_config fields only this method accepts; other methods refuse them when set. */
+  readonly exclusiveFields: ReadonlyArray<keyof BuildConfig>;
+  /** Reads and checks the exclusive fields (called only for this method). */
+  readExclusiveFields(config: Json, path: string, details: Details): Partial<BuildConfig>;
+  /** This method's own rules (spec 7), after the shared ones; problems go to `details`. */
+  check(draft: ManifestDraft, details: Details): void;
+  /** What the local runner runs for a build of this method (pure). */
+  localPlan(spec: BuildSpec): LocalPlan;
+}
+
+/** For methods that own no exclusive field. */
+export const NO_EXCLUSIVE_FIELDS = {
+  exclusiveFields: [] as ReadonlyArray<keyof BuildConfig>,
+  readExclusiveFields: (): Partial<BuildConfig> => ({}),
+};
+
+/** A Dockerfile build (kaniko, buildx, container on this machine: buildah). */
+export function dockerfilePlan(
+  spec: BuildSpec,
+  dockerfile: string | undefined,
+  buildArgs: Readonly<Record<string, string>>,
+): LocalPlan {
+  return {
+    kind: 'dockerfile',
+    dockerfile,
+    dockerfilePath: 'Dockerfile',
+    buildArgs,
+    target: spec.config.target,
+    platforms: spec.config.platforms ?? [],
+  };
+}
+
+/** Blank text counts as not given for the methods' "is required" rules. */
+export function blank(text: string | undefined): boolean {
+  return text === undefined || text.trim() === '';
+}

@@ -1,0 +1,173 @@
+import pg from 'pg';
+import { BuildSpec1764288000000 } from '../src/database/migrations/1764288000000-build-spec.js';
+import { createTestDatabase, type TestDatabase } from './support/database.js';
+
+/** The part of TypeORM's QueryRunner a migration uses, over a plain pg client. */
+const runnerOf = (client: pg.Client) =>
+  ({
+    query: async (sql: string, params?: unknown[]) => (await client.query(sql, params)).rows,
+  }) as never;
+
+/**
+ * Migrations that move or derive data, run on rows written in the shape before them: the migrated
+ * template is stepped back (down), old rows are inserted, then the migration runs (up).
+ */
+describe('data migrations', () => {
+  let database: TestDatabase;
+  let client: pg.Client;
+  let tenantId: string;
+
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    await new BuildSpec1764288000000().down(runnerOf(client));
+    const tenant = await client.query<{ id: string }>(
+      `INSERT INTO tenants (name) VALUES ('t') RETURNING id`,
+    );
+    tenantId = tenant.rows[0]!.id;
+  });
+
+  afterEach(async () => {
+    await client.end();
+    await database.drop();
+  });
+
+  async function project(name: string, repository: string | null, registry: string | null) {
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO projects (tenant_id, name, git_repository_url, default_registry)
+       VALUES ($1, $2, $3, $4) RETURNING id`,
+      [tenantId, name, repository, registry],
+    );
+    return rows[0]!.id;
+  }
+
+  async function build(
+    projectId: string,
+    number: number,
+    fields: { method?: string; config: object; branch?: string; commit?: string },
+  ): Promise<string> {
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO builds (tenant_id, project_id, build_number, status, method, config,
+                           git_branch, git_commit)
+       VALUES ($1, $2, $3, 'failed', $4, $5, $6, $7) RETURNING id`,
+      [
+        tenantId,
+        projectId,
+        number,
+        fields.method ?? null,
+        JSON.stringify(fields.config),
+        fields.branch ?? null,
+        fields.commit ?? null,
+      ],
+    );
+    return rows[0]!.id;
+  }
+
+  const specOf = async (id: string) =>
+    (await client.query('SELECT spec FROM builds WHERE id = $1', [id])).rows[0].spec;
+
+  it('derives the spec of existing builds from their snapshot and their project', async () => {
+    const web = await project('My Web!', 'https://git.example.com/web.git', 'reg.io/team');
+    const reference = await build(web, 1, {
+      config: { form: 'reference', build_args: { A: '1' } },
+      branch: 'main',
+      commit: 'abc1234',
+    });
+    const container = await build(web, 2, {
+      method: 'container',
+      config: {
+        form: 'wizard',
+        manifest: {
+          type: 'container',
+          base_image: 'alpine:3',
+          instructions: ['RUN true'],
+          environment: { CI: 'true' },
+          tags: ['v1'],
+          build_config: {
+            build_type: 'container',
+            sbom_tool: 'syft',
+            scan_tool: 'trivy',
+            registry_type: 'harbor',
+            secret_manager_type: 'vault',
+            build_context: 'app',
+            build_args: { B: '2' },
+            target: 'run',
+          },
+        },
+      },
+    });
+    const fullTag = await build(web, 3, {
+      method: 'kaniko',
+      config: {
+        form: 'wizard',
+        manifest: {
+          type: 'kaniko',
+          base_image: '',
+          instructions: [],
+          environment: {},
+          tags: ['v1', 'reg.io:5000/other/app:2'],
+          build_config: {
+            build_type: 'kaniko',
+            sbom_tool: 'syft',
+            scan_tool: 'grype',
+            registry_type: 'quay',
+            secret_manager_type: 'vault',
+            dockerfile: 'FROM scratch\n',
+            build_context: '.',
+          },
+        },
+      },
+    });
+    const bare = await project('bare', null, null);
+    const noRegistry = await build(bare, 1, { config: { form: 'reference', build_args: null } });
+
+    await new BuildSpec1764288000000().up(runnerOf(client));
+
+    expect(await specOf(reference)).toEqual({
+      version: 1,
+      form: 'reference',
+      method: 'kaniko',
+      config: {},
+      source: {
+        repository: 'https://git.example.com/web.git',
+        branch: 'main',
+        commit: 'abc1234',
+        context: '.',
+      },
+      output: { repository: 'reg.io/team/my-web', tags: [], registryType: null },
+      sbomTool: null,
+      scanTool: null,
+      secretManager: null,
+      env: {},
+      buildArgs: { A: '1' },
+      timeoutSeconds: 3600,
+    });
+    expect(await specOf(container)).toEqual({
+      version: 1,
+      form: 'wizard',
+      method: 'container',
+      config: { target: 'run', base_image: 'alpine:3', instructions: ['RUN true'] },
+      source: {
+        repository: 'https://git.example.com/web.git',
+        branch: null,
+        commit: null,
+        context: 'app',
+      },
+      output: { repository: 'reg.io/team/my-web', tags: ['v1'], registryType: 'harbor' },
+      sbomTool: 'syft',
+      scanTool: 'trivy',
+      secretManager: 'vault',
+      env: { CI: 'true' },
+      buildArgs: { B: '2' },
+      timeoutSeconds: 3600,
+    });
+    expect((await specOf(fullTag)).output).toEqual({
+      repository: 'reg.io:5000/other/app',
+      tags: ['v1', 'reg.io:5000/other/app:2'],
+      registryType: 'quay',
+    });
+    expect((await specOf(noRegistry)).output.repository).toBeNull();
+    expect((await specOf(noRegistry)).buildArgs).toEqual({});
+  });
+});
