@@ -74,7 +74,7 @@ async function ingest(kiln, raw) {
   }
 
   const stored = await raw.query(
-    'SELECT id, log_lines FROM builds WHERE id = ANY($1::uuid[]) ORDER BY id',
+    'SELECT build_id AS id, lines AS log_lines FROM build_logs WHERE build_id = ANY($1::uuid[]) ORDER BY build_id',
     [[plainBuild, maskedBuild]],
   );
   const expected = total + INGEST.warmupBatches * INGEST.batchLines;
@@ -124,9 +124,8 @@ async function page(kiln, raw, clients) {
     [id, PAGE.lines],
   );
   await raw.query(
-    `UPDATE builds SET log_lines = $2,
-            log_bytes = (SELECT sum(octet_length(message)) FROM build_log_lines WHERE build_id = $1)
-      WHERE id = $1`,
+    `INSERT INTO build_logs (build_id, lines, bytes)
+     VALUES ($1, $2, (SELECT sum(octet_length(message)) FROM build_log_lines WHERE build_id = $1))`,
     [id, PAGE.lines],
   );
   await raw.query('VACUUM ANALYZE build_log_lines');

@@ -262,10 +262,11 @@ describe('build logs over HTTP and the LogSink', () => {
     });
     expect(again).toMatchObject({ stored: 0, dropped: 1, truncated: true });
     const [row] = await kiln.dataSource.query(
-      'SELECT status, log_dropped_lines FROM builds WHERE id = $1',
+      `SELECT b.status, l.dropped_lines FROM builds b JOIN build_logs l ON l.build_id = b.id
+        WHERE b.id = $1`,
       [id],
     );
-    expect(row).toEqual({ status: 'in_progress', log_dropped_lines: 4 });
+    expect(row).toEqual({ status: 'in_progress', dropped_lines: 4 });
   });
 
   it('deletes a build’s lines with the build', async () => {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { BuildSpec1764288000000 } from '../src/database/migrations/1764288000000-build-spec.js';
+import { BuildLogCounters1764374400000 } from '../src/database/migrations/1764374400000-build-log-counters.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 
 /** The part of TypeORM's QueryRunner a migration uses, over a plain pg client. */
@@ -21,6 +22,7 @@ describe('data migrations', () => {
     database = await createTestDatabase();
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
+    await new BuildLogCounters1764374400000().down(runnerOf(client));
     await new BuildSpec1764288000000().down(runnerOf(client));
     const tenant = await client.query<{ id: string }>(
       `INSERT INTO tenants (name) VALUES ('t') RETURNING id`,
@@ -169,5 +171,29 @@ describe('data migrations', () => {
     });
     expect((await specOf(noRegistry)).output.repository).toBeNull();
     expect((await specOf(noRegistry)).buildArgs).toEqual({});
+  });
+
+  it("moves the log counters into the log store's table, only for builds that logged (the silent one gets no row)", async () => {
+    const web = await project('web', null, null);
+    const logged = await build(web, 1, { config: { form: 'reference', build_args: null } });
+    await build(web, 2, { config: { form: 'reference', build_args: null } });
+    await client.query(
+      `UPDATE builds SET log_lines = 7, log_bytes = 70, log_truncated = true,
+              log_dropped_lines = 3 WHERE id = $1`,
+      [logged],
+    );
+    await new BuildSpec1764288000000().up(runnerOf(client));
+
+    await new BuildLogCounters1764374400000().up(runnerOf(client));
+
+    const { rows } = await client.query('SELECT * FROM build_logs');
+    expect(rows).toEqual([
+      { build_id: logged, lines: 7, bytes: '70', truncated: true, dropped_lines: 3 },
+    ]);
+    const columns = await client.query(
+      `SELECT column_name FROM information_schema.columns
+        WHERE table_name = 'builds' AND column_name LIKE 'log\\_%'`,
+    );
+    expect(columns.rows).toEqual([]);
   });
 });

@@ -88,10 +88,6 @@ export class BuildEntity {
   @Column('uuid', { name: 'created_by', nullable: true })
   createdBy!: string | null;
 
-  /** Lines stored for this build (kept by LogSink with every append). */
-  @Column({ type: 'integer', name: 'log_lines', insert: false, update: false })
-  logLines!: number;
-
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt!: Date | null;
 

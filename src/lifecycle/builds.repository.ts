@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
+import { STATUS_CHANNEL } from '../database/channels.js';
 import type { BuildSpec } from '../build-methods/build-spec.js';
 import { type BuildConfigSnapshot, BuildEntity } from './build.entity.js';
 import type { BuildStatus, FailureReason } from './build-state.js';
@@ -57,9 +58,6 @@ function uniqueViolationConstraint(error: unknown): string | undefined {
     ? driverError.constraint
     : undefined;
 }
-
-/** NOTIFY channel for status changes: payload `<build id>:<status>`. */
-export const STATUS_CHANNEL = 'kiln_build_status';
 
 const SORT_COLUMNS: Readonly<Record<BuildSortKey, string>> = {
   created_at: 'b.created_at',

@@ -110,7 +110,8 @@ export class LogStreamSession {
       const build = await this.deps.findBuild(this.buildId);
       if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted');
       if (isTerminal(build.status)) {
-        if (this.next >= build.logLines) {
+        // Counted after the terminal status was read: every line written before it is included.
+        if (this.next >= (await this.deps.hub.lineCount(this.buildId))) {
           await this.drained();
           return this.close(CLOSE_NORMAL, build.status);
         }

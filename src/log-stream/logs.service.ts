@@ -19,16 +19,12 @@ export class LogsService {
     offset: number,
     limit: number,
   ): Promise<BuildLogsDto> {
-    // Lines are read after the build, so total_lines never trails the page.
-    const build = await this.lifecycle.get(tenant.tenantId, buildId);
-    const lines = await this.logs.linesFrom(buildId, offset, limit);
+    await this.lifecycle.get(tenant.tenantId, buildId); // 404 unless the tenant's
+    const { lines, total } = await this.logs.page(buildId, offset, limit);
     return {
       build_id: buildId,
       logs: lines.map(toLogEntry),
-      total_lines: Math.max(
-        build.logLines,
-        lines.length === 0 ? 0 : lines[lines.length - 1]!.seq + 1,
-      ),
+      total_lines: total,
       offset,
       limit,
     };

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { isDatabaseUnavailable } from '../common/database-errors.js';
-import { LOG_CHANNEL, type LogEntryLevel, type StoredLogLine } from './log-entry.js';
+import { LOG_CHANNEL } from '../database/channels.js';
+import type { LogEntryLevel, StoredLogLine } from './log-entry.js';
 
 export interface NewLogLine {
   readonly ts: Date;
@@ -34,6 +35,10 @@ export class UncertainCommitError extends Error {
   }
 }
 
+function isForeignKeyViolation(error: unknown): boolean {
+  return (error as { driverError?: { code?: unknown } }).driverError?.code === '23503';
+}
+
 interface RawLine {
   seq: number;
   ts: Date;
@@ -47,7 +52,8 @@ export class BuildLogsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * Appends lines with the next dense seqs in one transaction that holds the build row, so
+   * Appends lines with the next dense seqs in one transaction that holds the build's counter row
+   * (`build_logs`, the log store's own table: `builds` is lifecycle's), so
    * concurrent appends to one build never interleave or leave gaps. Past `capBytes` the remaining
    * lines are dropped and one marker line says so. NOTIFY carries the new highest seq at commit.
    * Undefined when the build does not exist.
@@ -67,24 +73,19 @@ export class BuildLogsRepository {
     let logLinesIfCommitted: number | undefined;
     try {
       return await this.dataSource.transaction(async (manager) => {
-        const rows = await manager.query<
-          Array<{ log_lines: number; log_bytes: string; log_truncated: boolean }>
-        >('SELECT log_lines, log_bytes, log_truncated FROM builds WHERE id = $1 FOR UPDATE', [
-          buildId,
-        ]);
-        const row = rows[0];
-        if (row === undefined) return undefined;
-        if (row.log_lines === options.storedIfLogLines) {
-          return {
-            stored: 0,
-            dropped: 0,
-            lastSeq: row.log_lines - 1,
-            truncated: row.log_truncated,
-          };
+        // The no-op update locks the counter row, created on the build's first append.
+        const [row] = await manager.query<[{ lines: number; bytes: string; truncated: boolean }]>(
+          `INSERT INTO build_logs (build_id) VALUES ($1)
+           ON CONFLICT (build_id) DO UPDATE SET build_id = EXCLUDED.build_id
+           RETURNING lines, bytes, truncated`,
+          [buildId],
+        );
+        if (row.lines === options.storedIfLogLines) {
+          return { stored: 0, dropped: 0, lastSeq: row.lines - 1, truncated: row.truncated };
         }
-        let bytes = Number(row.log_bytes);
+        let bytes = Number(row.bytes);
         const accepted: NewLogLine[] = [];
-        let truncated = row.log_truncated;
+        let truncated = row.truncated;
         let addedBytes = 0;
         let kept = 0;
         for (const line of lines) {
@@ -101,7 +102,7 @@ export class BuildLogsRepository {
           accepted.push(line);
         }
         const dropped = lines.length - kept;
-        const first = row.log_lines;
+        const first = row.lines;
         if (accepted.length > 0) {
           await manager.query(
             `INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
@@ -120,8 +121,8 @@ export class BuildLogsRepository {
         }
         if (accepted.length > 0 || dropped > 0) {
           await manager.query(
-            `UPDATE builds SET log_lines = log_lines + $2, log_bytes = log_bytes + $3,
-                    log_truncated = $4, log_dropped_lines = log_dropped_lines + $5 WHERE id = $1`,
+            `UPDATE build_logs SET lines = lines + $2, bytes = bytes + $3, truncated = $4,
+                    dropped_lines = dropped_lines + $5 WHERE build_id = $1`,
             [buildId, accepted.length, addedBytes, truncated, dropped],
           );
         }
@@ -134,6 +135,7 @@ export class BuildLogsRepository {
         return { stored: accepted.length, dropped, lastSeq, truncated };
       });
     } catch (error) {
+      if (isForeignKeyViolation(error)) return undefined; // the build does not exist
       if (logLinesIfCommitted === undefined || !isDatabaseUnavailable(error)) throw error;
       throw new UncertainCommitError(logLinesIfCommitted, error);
     }
@@ -143,6 +145,40 @@ export class BuildLogsRepository {
   connectionUrl(): string | undefined {
     const { url } = this.dataSource.options as { url?: string };
     return url;
+  }
+
+  /**
+   * Lines with seq in [fromSeq, fromSeq + limit), in order, and how many the build has stored,
+   * read in one statement (one snapshot: the total never trails the page).
+   */
+  async page(
+    buildId: string,
+    fromSeq: number,
+    limit: number,
+  ): Promise<{ lines: StoredLogLine[]; total: number }> {
+    // Without a line at fromSeq the one row has only the total (the line's columns are null).
+    const rows = await this.dataSource.query<Array<RawLine & { total: number }>>(
+      `SELECT s.total, l.seq, l.ts, l.level, l.message, l.metadata
+         FROM (SELECT COALESCE((SELECT lines FROM build_logs WHERE build_id = $1), 0) AS total) s
+         LEFT JOIN LATERAL (
+           SELECT seq, ts, level, message, metadata FROM build_log_lines
+            WHERE build_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3) l ON true
+        ORDER BY l.seq`,
+      [buildId, fromSeq, limit],
+    );
+    const lines = rows
+      .filter((row) => row.seq !== null)
+      .map(({ seq, ts, level, message, metadata }) => ({ seq, ts, level, message, metadata }));
+    return { lines, total: rows[0]?.total ?? 0 };
+  }
+
+  /** How many lines the build has stored (0 before its first). */
+  async lineCount(buildId: string): Promise<number> {
+    const [row] = await this.dataSource.query<Array<{ lines: number }>>(
+      'SELECT lines FROM build_logs WHERE build_id = $1',
+      [buildId],
+    );
+    return row?.lines ?? 0;
   }
 
   /** Lines with seq in [fromSeq, fromSeq + limit), in order. */

@@ -34,7 +34,3 @@ export function toStreamMessage(
 ): LogEntryDto & { build_id: string; seq: number } {
   return { build_id: buildId, seq: line.seq, ...toLogEntry(line) };
 }
-
-/** Postgres NOTIFY channel for new lines: payload `<build id>:<highest seq>`. */
-export const LOG_CHANNEL = 'kiln_build_logs';
-export { STATUS_CHANNEL } from '../lifecycle/builds.repository.js';

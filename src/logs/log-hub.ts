@@ -1,7 +1,8 @@
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { type NotificationListener, Notifications } from '../database/notification-listener.js';
 import { BuildLogsRepository } from './build-logs.repository.js';
-import { LOG_CHANNEL, STATUS_CHANNEL, type StoredLogLine } from './log-entry.js';
+import { LOG_CHANNEL, STATUS_CHANNEL } from '../database/channels.js';
+import type { StoredLogLine } from './log-entry.js';
 
 /** What changed: new lines (up to `lastSeq`), or the status (or anything, after a reconnect). */
 export type HubNews = { kind: 'lines'; lastSeq: number } | { kind: 'status' };
@@ -74,6 +75,11 @@ export class LogHub implements OnModuleInit, OnApplicationShutdown {
         this.tails.delete(buildId);
       }
     };
+  }
+
+  /** How many lines the build has stored. */
+  lineCount(buildId: string): Promise<number> {
+    return this.logs.lineCount(buildId);
   }
 
   /** Lines from `fromSeq` on: from the shared tail when it holds them, else from Postgres. */

@@ -6,6 +6,7 @@ import { BuildLogs1764028800000 } from './1764028800000-build-logs.js';
 import { ActiveRetry1764115200000 } from './1764115200000-active-retry.js';
 import { ProjectDefaultRegistry1764201600000 } from './1764201600000-project-default-registry.js';
 import { BuildSpec1764288000000 } from './1764288000000-build-spec.js';
+import { BuildLogCounters1764374400000 } from './1764374400000-build-log-counters.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -19,4 +20,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   ActiveRetry1764115200000,
   ProjectDefaultRegistry1764201600000,
   BuildSpec1764288000000,
+  BuildLogCounters1764374400000,
 ];
