@@ -36,10 +36,15 @@ $(DEPS_STAMP): package.json package-lock.json
 	@touch $@
 
 .PHONY: lint
-lint: deps ## ESLint (type-aware), Prettier check, and tsc --noEmit.
+lint: deps ## ESLint (type-aware), Prettier check, tsc --noEmit, and the layering rules.
 	npx eslint .
 	npx prettier --check .
 	npx tsc --noEmit -p tsconfig.json
+	npx depcruise src --config .dependency-cruiser.cjs
+
+.PHONY: lint-arch
+lint-arch: deps ## Only the layering rules (.dependency-cruiser.cjs) on src/.
+	npx depcruise src --config .dependency-cruiser.cjs
 
 .PHONY: format
 format: deps ## Rewrite files with Prettier and apply ESLint fixes.
