@@ -4,6 +4,8 @@ import * as k8s from '@kubernetes/client-node';
 export type KubeTarget =
   | { kind: 'default' }
   | { kind: 'file'; path: string }
+  /** In a pod: the service account's token and the in-cluster API server address. */
+  | { kind: 'cluster' }
   | { kind: 'server'; server: string; token: string; namespace: string; skipTlsVerify?: boolean };
 
 export interface KubeServerVersion {
@@ -27,6 +29,9 @@ export class KubeClient {
         break;
       case 'file':
         config.loadFromFile(target.path);
+        break;
+      case 'cluster':
+        config.loadFromCluster();
         break;
       case 'server':
         config.loadFromOptions({
@@ -53,6 +58,31 @@ export class KubeClient {
 
   get namespace(): string {
     return this.config.getContextObject(this.config.getCurrentContext())?.namespace ?? 'default';
+  }
+
+  /** A generated API client for sibling adapters in src/kubernetes/ (never exported further). */
+  apiClient<T extends k8s.ApiType>(api: k8s.ApiConstructor<T>): T {
+    return this.config.makeApiClient(api);
+  }
+
+  /** The loaded config, for sibling adapters that need more than an API client (Watch, raw lists). */
+  get kubeConfig(): k8s.KubeConfig {
+    return this.config;
+  }
+
+  /**
+   * The URL, headers and dispatcher of a raw request to the API server, authenticated as the
+   * generated clients are (for streams client-node does not expose: pod logs).
+   */
+  async rawRequest(
+    path: string,
+  ): Promise<{ url: URL; headers: Record<string, string>; dispatcher: unknown }> {
+    const server = this.server;
+    if (server === undefined) throw new Error('no current cluster in the kubeconfig');
+    const url = new URL(server.replace(/\/+$/, '') + path);
+    const context = new k8s.RequestContext(url.toString(), k8s.HttpMethod.GET);
+    await this.config.applySecurityAuthentication(context);
+    return { url, headers: context.getHeaders(), dispatcher: context.getDispatcher() };
   }
 
   /** GET /version: proves the cluster answers and the credentials are accepted. */
