@@ -1,4 +1,5 @@
 import { nonEmpty, optionalString, stringArray, stringMap } from './fields.js';
+import { notYetOnKubernetes } from './job.js';
 import { blank, type BuildMethod, dockerfilePlan } from './method.js';
 import { MANIFEST_MESSAGES } from './types.js';
 
@@ -30,4 +31,5 @@ export const buildx: BuildMethod = {
   },
   localPlan: (spec) =>
     dockerfilePlan(spec, spec.config.dockerfile, { ...spec.env, ...spec.buildArgs }),
+  jobSpec: () => notYetOnKubernetes('buildx'),
 };

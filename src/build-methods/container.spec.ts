@@ -1,4 +1,17 @@
-import { containerfileFor } from './container.js';
+import type { V1Container, V1Job } from '@kubernetes/client-node';
+
+import { type BuildSpec, type SpecContext, specOfManifest } from './build-spec.js';
+import { container, containerfileFor } from './container.js';
+import { KANIKO_IMAGE } from './images.js';
+import {
+  DEFAULT_JOB_SETTINGS,
+  hardeningProblems,
+  type JobContext,
+  type JobTranslation,
+  SOURCE_SCRIPT,
+} from './job.js';
+import { KANIKO_SECURITY_CONTEXT } from './kaniko.js';
+import { validateManifest } from './manifest.js';
 
 describe(containerfileFor.name, () => {
   it('starts from the base image, declares build-time variables, then the instructions in order', () => {
@@ -15,5 +28,253 @@ describe(containerfileFor.name, () => {
     expect(containerfileFor('scratch', [], { X: 'a"\nRUN evil' })).toBe(
       'FROM scratch\nARG X="a\\"\\nRUN evil"\n',
     );
+  });
+});
+
+const REPOSITORY = 'https://git.example.com/web.git';
+const BUILD_ID = '9d2e4c6a-1b3f-4a5c-8d7e-0f1a2b3c4d5e';
+const SHELL_BAIT = 'two words; $(id) `id` && | > "q" \'q\'';
+
+const specContext: SpecContext = {
+  project: { name: 'My Web', gitRepositoryUrl: REPOSITORY, defaultRegistry: null },
+  defaultRegistry: '127.0.0.1:5000/kiln',
+  timeoutSeconds: 1200,
+};
+const bare: SpecContext = {
+  project: { ...specContext.project, gitRepositoryUrl: null },
+  defaultRegistry: undefined,
+  timeoutSeconds: 1200,
+};
+
+const jobContext: JobContext = {
+  buildId: BUILD_ID,
+  tenantId: '11111111-2222-4333-8444-555555555555',
+  projectId: '66666666-7777-4888-9999-aaaaaaaaaaaa',
+  buildNumber: 12,
+  namespace: 'kiln-builds',
+  settings: DEFAULT_JOB_SETTINGS,
+  configMapName: `kiln-${BUILD_ID}`,
+};
+
+const FIXED_FLAGS = [
+  '--snapshot-mode=redo',
+  '--digest-file=/dev/termination-log',
+  '--ignore-path=/product_uuid',
+  '--log-format=text',
+  '--log-timestamp=false',
+];
+
+/** A `container` build as kiln stores it, through the same validation the API runs. */
+function containerSpec(
+  buildConfig: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+  ctx: SpecContext = specContext,
+): BuildSpec {
+  const result = validateManifest(
+    {
+      name: 'app',
+      type: 'container',
+      base_image: 'docker.io/library/node:22-alpine',
+      instructions: ['WORKDIR /app', 'COPY . .', 'RUN npm ci'],
+      environment: { NODE_ENV: 'production', GREETING: 'hi there' },
+      tags: ['v1'],
+      build_config: {
+        sbom_tool: 'syft',
+        scan_tool: 'trivy',
+        registry_type: 'harbor',
+        secret_manager_type: 'vault',
+        build_type: 'container',
+        ...buildConfig,
+      },
+      ...extra,
+    },
+    { defaultRegistry: ctx.project.defaultRegistry ?? ctx.defaultRegistry },
+  );
+  if (!result.ok) throw new Error(`manifest refused: ${JSON.stringify(result.details)}`);
+  return specOfManifest(result.manifest, ctx);
+}
+
+function jobOfTranslation(translation: JobTranslation): V1Job {
+  if (translation.kind !== 'job') throw new Error(`unsupported: ${translation.reason}`);
+  return translation.job;
+}
+
+function containersOf(job: V1Job): V1Container[] {
+  const pod = job.spec?.template.spec;
+  return [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])];
+}
+
+const CONTAINERFILE =
+  'FROM docker.io/library/node:22-alpine\n' +
+  'ARG NODE_ENV="production"\n' +
+  'ARG GREETING="hi there"\n' +
+  'WORKDIR /app\nCOPY . .\nRUN npm ci\n';
+
+describe('container.jobSpec', () => {
+  it.each<{
+    name: string;
+    spec: BuildSpec;
+    args: string[];
+    initContainers: Array<Pick<V1Container, 'name' | 'args'>> | undefined;
+    mounts: object[];
+    notes?: string[];
+  }>([
+    {
+      name: 'kaniko builds the generated Containerfile; environment as ARG lines, build args as flags',
+      spec: containerSpec({ registry_repository: 'reg.io/team/web', build_args: { A: '1' } }),
+      args: [
+        '--dockerfile=/kiln/dockerfile/Dockerfile',
+        '--context=dir:///workspace/source',
+        '--destination=reg.io/team/web:v1',
+        '--build-arg',
+        'A=1',
+        ...FIXED_FLAGS,
+      ],
+      initContainers: [{ name: 'source', args: [REPOSITORY, '', ''] }],
+      mounts: [
+        { name: 'workspace', mountPath: '/workspace' },
+        { name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true },
+      ],
+    },
+    {
+      name: 'a build context inside the checkout, and a target stage',
+      spec: containerSpec({
+        registry_repository: 'reg.io/team/web',
+        build_context: 'services/api',
+        target: 'runtime',
+      }),
+      args: [
+        '--dockerfile=/kiln/dockerfile/Dockerfile',
+        '--context=dir:///workspace/source/services/api',
+        '--destination=reg.io/team/web:v1',
+        '--target=runtime',
+        ...FIXED_FLAGS,
+      ],
+      initContainers: [{ name: 'source', args: [REPOSITORY, '', ''] }],
+      mounts: [
+        { name: 'workspace', mountPath: '/workspace' },
+        { name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true },
+      ],
+    },
+    {
+      name: 'no repository and no registry: the ConfigMap is the context and nothing is pushed',
+      spec: containerSpec({}, {}, bare),
+      args: [
+        '--dockerfile=/kiln/dockerfile/Dockerfile',
+        '--context=dir:///kiln/dockerfile',
+        '--no-push',
+        ...FIXED_FLAGS,
+      ],
+      initContainers: undefined,
+      mounts: [{ name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true }],
+      notes: [
+        'no registry is configured for this build, so the image is built but not pushed (kaniko --no-push)',
+      ],
+    },
+    {
+      name: 'a cache with nowhere to keep it stays off, with a note',
+      spec: containerSpec({ cache: true }, {}, bare),
+      args: [
+        '--dockerfile=/kiln/dockerfile/Dockerfile',
+        '--context=dir:///kiln/dockerfile',
+        '--no-push',
+        ...FIXED_FLAGS,
+      ],
+      initContainers: undefined,
+      mounts: [{ name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true }],
+      notes: [
+        'no registry is configured for this build, so the image is built but not pushed (kaniko --no-push)',
+        'the layer cache is off: no cache_repo and no registry repository to keep it in',
+      ],
+    },
+    {
+      name: 'a build arg with spaces and shell metacharacters stays one argv element',
+      spec: containerSpec({
+        registry_repository: 'reg.io/team/web',
+        build_args: { B: SHELL_BAIT },
+      }),
+      args: [
+        '--dockerfile=/kiln/dockerfile/Dockerfile',
+        '--context=dir:///workspace/source',
+        '--destination=reg.io/team/web:v1',
+        '--build-arg',
+        `B=${SHELL_BAIT}`,
+        ...FIXED_FLAGS,
+      ],
+      initContainers: [{ name: 'source', args: [REPOSITORY, '', ''] }],
+      mounts: [
+        { name: 'workspace', mountPath: '/workspace' },
+        { name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true },
+      ],
+    },
+  ])('$name', ({ spec, args, initContainers, mounts, notes = [] }) => {
+    const translation = container.jobSpec(spec, jobContext);
+    const job = jobOfTranslation(translation);
+    const pod = job.spec?.template.spec;
+    const [builder] = pod?.containers ?? [];
+
+    expect(builder?.image).toBe(KANIKO_IMAGE);
+    expect(builder?.command).toEqual(['/kaniko/executor']);
+    expect(builder?.args).toEqual(args);
+    expect(builder?.volumeMounts).toEqual(mounts);
+    expect(builder?.securityContext).toEqual(KANIKO_SECURITY_CONTEXT);
+    expect(pod?.initContainers?.map(({ name, args }) => ({ name, args }))).toEqual(initContainers);
+    expect(translation.kind === 'job' && translation.configMap).toEqual({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: `kiln-${BUILD_ID}`,
+        namespace: 'kiln-builds',
+        labels: job.metadata?.labels,
+      },
+      immutable: true,
+      data: { Dockerfile: CONTAINERFILE },
+    });
+    expect(translation.kind === 'job' && translation.notes).toEqual(notes);
+    expect(job.metadata?.name).toBe(`kiln-${BUILD_ID}`);
+    expect(job.spec?.activeDeadlineSeconds).toBe(1200);
+  });
+
+  it('keeps the environment out of the build args (it is in the Containerfile)', () => {
+    const job = jobOfTranslation(
+      container.jobSpec(containerSpec({ registry_repository: 'reg.io/team/web' }), jobContext),
+    );
+
+    expect(job.spec?.template.spec?.containers[0]?.args).not.toContain('--build-arg');
+  });
+
+  describe('every container Job', () => {
+    const cases: Array<[string, BuildSpec]> = [
+      ['with a repository', containerSpec({ registry_repository: 'reg.io/team/web' })],
+      ['without a repository or registry', containerSpec({ cache: true }, {}, bare)],
+      [
+        'with a hostile build arg',
+        containerSpec({ registry_repository: 'reg.io/t/w', build_args: { B: SHELL_BAIT } }),
+      ],
+    ];
+
+    it.each(cases)('%s keeps the hardening rules', (_name, spec) => {
+      const job = jobOfTranslation(container.jobSpec(spec, jobContext));
+      const pod = job.spec?.template.spec;
+
+      expect(hardeningProblems(job)).toEqual([]);
+      expect(job.spec?.backoffLimit).toBe(0);
+      expect(job.spec?.ttlSecondsAfterFinished).toBeUndefined();
+      expect(pod?.restartPolicy).toBe('Never');
+      expect(pod?.automountServiceAccountToken).toBe(false);
+      expect(Object.keys(pod ?? {}).filter((key) => key.startsWith('host'))).toEqual([]);
+      for (const each of containersOf(job)) {
+        expect(each.image).toMatch(/@sha256:[0-9a-f]{64}$/);
+        expect(each.resources?.requests?.['ephemeral-storage']).toBeDefined();
+        expect(each.resources?.limits?.['ephemeral-storage']).toBeDefined();
+        expect(each.securityContext?.privileged).toBe(false);
+        const argv = [...(each.command ?? []), ...(each.args ?? [])];
+        const script = argv.includes('-c') ? argv[argv.indexOf('-c') + 1] : undefined;
+        if (script !== undefined) {
+          expect(script).toBe(SOURCE_SCRIPT);
+          expect(script).not.toContain(SHELL_BAIT);
+        }
+      }
+    });
   });
 });

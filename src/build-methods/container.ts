@@ -1,5 +1,20 @@
-import { type BuildMethod, dockerfilePlan, NO_EXCLUSIVE_FIELDS } from './method.js';
+import type { BuildSpec } from './build-spec.js';
+import { kanikoJob } from './kaniko.js';
+import {
+  type BuildMethod,
+  type DockerfilePlan,
+  dockerfilePlan,
+  NO_EXCLUSIVE_FIELDS,
+} from './method.js';
 import { MANIFEST_MESSAGES } from './types.js';
+
+/** The generated Containerfile; the environment becomes ARG lines, so only build args are passed. */
+const plan = (spec: BuildSpec): DockerfilePlan =>
+  dockerfilePlan(
+    spec,
+    containerfileFor(spec.config.base_image ?? '', spec.config.instructions ?? [], spec.env),
+    spec.buildArgs,
+  );
 
 /**
  * The `container` method: a Containerfile generated from the manifest's base image and
@@ -16,12 +31,9 @@ export const container: BuildMethod = {
       details['manifest.instructions'] ??= MANIFEST_MESSAGES.instructionsRequired;
     }
   },
-  localPlan: (spec) =>
-    dockerfilePlan(
-      spec,
-      containerfileFor(spec.config.base_image ?? '', spec.config.instructions ?? [], spec.env),
-      spec.buildArgs,
-    ),
+  localPlan: plan,
+  /** On Kubernetes kaniko builds the generated Containerfile (builders.md §2.3). */
+  jobSpec: (spec, context) => kanikoJob(spec, context, plan(spec)),
 };
 
 /**

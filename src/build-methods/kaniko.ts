@@ -1,7 +1,28 @@
-import { blank, type BuildMethod, dockerfilePlan, NO_EXCLUSIVE_FIELDS } from './method.js';
+import type { V1SecurityContext } from '@kubernetes/client-node';
+
+import { type BuildSpec, pushTargets } from './build-spec.js';
+import {
+  contextDirectory,
+  FILES_DIR,
+  type JobContext,
+  jobOf,
+  type JobTranslation,
+  SOURCE_DIR,
+  unsupported,
+} from './job.js';
+import {
+  blank,
+  type BuildMethod,
+  type DockerfilePlan,
+  dockerfilePlan,
+  NO_EXCLUSIVE_FIELDS,
+} from './method.js';
 import { MANIFEST_MESSAGES } from './types.js';
 
 const at = (key: string): string => `manifest.build_config.${key}`;
+
+const plan = (spec: BuildSpec): DockerfilePlan =>
+  dockerfilePlan(spec, spec.config.dockerfile, { ...spec.env, ...spec.buildArgs });
 
 /**
  * kaniko: an inline Dockerfile pushed to a registry repository. A reference-form build (no inline
@@ -20,6 +41,110 @@ export const kaniko: BuildMethod = {
       details[at('registry_repository')] ??= MANIFEST_MESSAGES.kanikoRegistryRepositoryRequired;
     }
   },
-  localPlan: (spec) =>
-    dockerfilePlan(spec, spec.config.dockerfile, { ...spec.env, ...spec.buildArgs }),
+  localPlan: plan,
+  jobSpec: (spec, context) => kanikoJob(spec, context, plan(spec)),
 };
+
+/** kaniko's Docker config directory: the credentials Secret's `config.json` is mounted here. */
+export const KANIKO_DOCKER_CONFIG = '/kaniko/.docker';
+
+/**
+ * kaniko runs as root and is not privileged, following builders.md §2.1 exactly: Tekton catalog's
+ * task sets `runAsUser: 0` ("kaniko assumes it is running as root… Adding this securityContext
+ * makes it explicit") and Shipwright's sample adds `runAsGroup: 0` and the capabilities
+ * CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID, SETFCAP, KILL ("not privileged"). kaniko unpacks
+ * the base image over its own root filesystem, so that cannot be read-only. The reference sets no
+ * `allowPrivilegeEscalation`, and neither does kiln: the process is root already, and
+ * no_new_privs would only break a Dockerfile's `USER app` followed by `RUN sudo …`. No capability
+ * is dropped either: RUN steps run in this container with the runtime's default set, as in
+ * Shipwright. Every added capability is in the PSS baseline set (reliability.md §3.8), so build
+ * namespaces can enforce baseline; never restricted (runAsNonRoot).
+ */
+export const KANIKO_SECURITY_CONTEXT: V1SecurityContext = {
+  runAsUser: 0,
+  runAsGroup: 0,
+  runAsNonRoot: false,
+  privileged: false,
+  readOnlyRootFilesystem: false,
+  capabilities: { add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID', 'SETFCAP', 'KILL'] },
+};
+
+/**
+ * The Job of a Dockerfile build run by kaniko (the kaniko method and the `container` method):
+ * the plan's inline Dockerfile goes to the ConfigMap, the repository's is read from the checkout.
+ * Every user value is one argv element (`--build-arg`, `NAME=value`): no shell sees them.
+ */
+export function kanikoJob(
+  spec: BuildSpec,
+  context: JobContext,
+  plan: DockerfilePlan,
+): JobTranslation {
+  if (plan.dockerfile === undefined && spec.source.repository === null) {
+    return unsupported('the project has no git repository to build from');
+  }
+  if (plan.platforms.length > 0) {
+    return unsupported(
+      `kaniko builds for the node's platform only, not ${plan.platforms.join(', ')}`,
+    );
+  }
+  const contextDir = contextDirectory(spec.source);
+  if (typeof contextDir !== 'string') return unsupported(contextDir.problem);
+
+  const { settings } = context;
+  const notes: string[] = [];
+  const dockerfile =
+    plan.dockerfile === undefined
+      ? `${SOURCE_DIR}/${plan.dockerfilePath}`
+      : `${FILES_DIR}/Dockerfile`;
+  const args = [`--dockerfile=${dockerfile}`, `--context=dir://${contextDir}`];
+
+  const targets = pushTargets(spec.output, context.buildNumber);
+  if (targets.length === 0) {
+    args.push('--no-push');
+    notes.push(
+      'no registry is configured for this build, so the image is built but not pushed (kaniko --no-push)',
+    );
+  }
+  for (const target of targets) args.push(`--destination=${target}`);
+  for (const [name, value] of Object.entries(plan.buildArgs)) {
+    args.push('--build-arg', `${name}=${value}`);
+  }
+  if (plan.target !== undefined) args.push(`--target=${plan.target}`);
+  if (spec.config.cache === true) {
+    const repository =
+      spec.config.cache_repo ??
+      (spec.output.repository === null ? undefined : `${spec.output.repository}/cache`);
+    if (repository === undefined) {
+      notes.push('the layer cache is off: no cache_repo and no registry repository to keep it in');
+    } else {
+      args.push('--cache=true', `--cache-repo=${repository}`);
+    }
+  }
+  for (const registry of settings.insecureRegistries) {
+    args.push(`--insecure-registry=${registry}`, `--skip-tls-verify-registry=${registry}`);
+  }
+  args.push(
+    // Shipwright's choice (builders.md §2.1): less memory than a full snapshot.
+    '--snapshot-mode=redo',
+    // The pushed digest becomes the container's termination message (builders.md §2.0).
+    '--digest-file=/dev/termination-log',
+    // Shipwright's workaround for kaniko#2164 (builders.md §2.1).
+    '--ignore-path=/product_uuid',
+    // Plain lines for LogSink's parser; the pod follower asks the kubelet for timestamps.
+    '--log-format=text',
+    '--log-timestamp=false',
+  );
+
+  return jobOf(spec, context, {
+    builder: {
+      image: settings.builderImages.kaniko,
+      command: ['/kaniko/executor'],
+      args,
+      env: [{ name: 'DOCKER_CONFIG', value: KANIKO_DOCKER_CONFIG }],
+      securityContext: KANIKO_SECURITY_CONTEXT,
+      dockerConfigDir: KANIKO_DOCKER_CONFIG,
+    },
+    files: plan.dockerfile === undefined ? {} : { Dockerfile: plan.dockerfile },
+    notes,
+  });
+}

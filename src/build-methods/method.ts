@@ -1,5 +1,6 @@
 import type { BuildSpec } from './build-spec.js';
 import type { Json } from './fields.js';
+import type { JobContext, JobTranslation } from './job.js';
 import type { BuildConfig, Details, MethodName } from './types.js';
 
 /** A manifest as far as the rules every method shares have read it (values undefined if wrong). */
@@ -13,18 +14,21 @@ export interface ManifestDraft {
   readonly repositoryFromElsewhere: boolean;
 }
 
+/** A Dockerfile build's plan: what the local runner runs, and what kaniko's Job is made from. */
+export interface DockerfilePlan {
+  readonly kind: 'dockerfile';
+  /** Inline Dockerfile content, or undefined to use the repository's own Dockerfile. */
+  readonly dockerfile: string | undefined;
+  /** Path of the Dockerfile in the repository when not inline. */
+  readonly dockerfilePath: string;
+  readonly buildArgs: Readonly<Record<string, string>>;
+  readonly target: string | undefined;
+  readonly platforms: readonly string[];
+}
+
 /** What the local runner does for one build (pure data, decided from the spec alone). */
 export type LocalPlan =
-  | {
-      readonly kind: 'dockerfile';
-      /** Inline Dockerfile content, or undefined to use the repository's own Dockerfile. */
-      readonly dockerfile: string | undefined;
-      /** Path of the Dockerfile in the repository when not inline. */
-      readonly dockerfilePath: string;
-      readonly buildArgs: Readonly<Record<string, string>>;
-      readonly target: string | undefined;
-      readonly platforms: readonly string[];
-    }
+  | DockerfilePlan
   | {
       readonly kind: 'pack';
       /** The builder image to run, after mapping the wizard's deprecated names. */
@@ -58,6 +62,12 @@ export interface BuildMethod {
   check(draft: ManifestDraft, details: Details): void;
   /** What the local runner runs for a build of this method (pure). */
   localPlan(spec: BuildSpec): LocalPlan;
+  /**
+   * The Job (and ConfigMap) that runs a build of this method on Kubernetes (pure; ADR 0014), or
+   * why it cannot run there. The reconciler adds ownerReferences and, after the logs are stored,
+   * `ttlSecondsAfterFinished`.
+   */
+  jobSpec(spec: BuildSpec, context: JobContext): JobTranslation;
 }
 
 /** For methods that own no exclusive field. */
@@ -71,7 +81,7 @@ export function dockerfilePlan(
   spec: BuildSpec,
   dockerfile: string | undefined,
   buildArgs: Readonly<Record<string, string>>,
-): LocalPlan {
+): DockerfilePlan {
   return {
     kind: 'dockerfile',
     dockerfile,

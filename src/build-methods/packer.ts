@@ -1,4 +1,5 @@
 import { isPlainObject } from './fields.js';
+import { notYetOnKubernetes } from './job.js';
 import { blank, type BuildMethod, NO_EXCLUSIVE_FIELDS } from './method.js';
 import { MANIFEST_MESSAGES } from './types.js';
 
@@ -36,6 +37,7 @@ export const packer: BuildMethod = {
       env: { ...spec.env, ...spec.buildArgs },
     };
   },
+  jobSpec: () => notYetOnKubernetes('packer'),
 };
 
 /** Only legacy JSON templates list `builders`; HCL2 (either syntax) is not checked here. */

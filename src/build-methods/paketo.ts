@@ -1,3 +1,4 @@
+import { notYetOnKubernetes } from './job.js';
 import { type BuildMethod, NO_EXCLUSIVE_FIELDS } from './method.js';
 import { MANIFEST_MESSAGES } from './types.js';
 
@@ -28,6 +29,7 @@ export const paketo: BuildMethod = {
       env: { ...spec.env, ...(config.env ?? {}), ...(config.build_args ?? {}) },
     };
   },
+  jobSpec: () => notYetOnKubernetes('paketo'),
 };
 
 /**

@@ -1,0 +1,453 @@
+import { posix } from 'node:path';
+
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1EnvVar,
+  V1Job,
+  V1PodSpec,
+  V1ResourceRequirements,
+  V1SecurityContext,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+
+import type { BuildSource, BuildSpec } from './build-spec.js';
+import { BUILDER_IMAGES, type BuilderName, GIT_IMAGE, isPinnedByDigest } from './images.js';
+import type { MethodName } from './types.js';
+
+/**
+ * The shared skeleton of a build Job (docs/adr/0014-job-translation.md): every method's
+ * `jobSpec()` decides its builder container and the files it needs, and `jobOf` wraps them in the
+ * same Job, pod, source checkout, volumes and labels. Pure: plain JSON objects the API server
+ * accepts, nothing read from the cluster or the environment.
+ */
+
+export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+/** Quantities in Kubernetes notation (`500m`, `2Gi`). */
+export interface ResourceAmounts {
+  readonly cpu: string;
+  readonly memory: string;
+  readonly ephemeralStorage: string;
+}
+
+export interface ContainerResources {
+  readonly requests: ResourceAmounts;
+  readonly limits: ResourceAmounts;
+}
+
+/** The operator's settings for build Jobs (config wiring fills them; defaults below). */
+export interface JobSettings {
+  /** Builder images by builder name, each pinned by digest (`name[:tag]@sha256:…`). */
+  readonly builderImages: Readonly<Record<BuilderName, string>>;
+  /** The `source` init container's image (git and /bin/sh), pinned by digest. */
+  readonly gitImage: string;
+  readonly resources: {
+    /** The builder container. */
+    readonly builder: ContainerResources;
+    /** The `source` init container (the clone itself lands on the pod's workspace volume). */
+    readonly source: ContainerResources;
+  };
+  readonly imagePullPolicy: ImagePullPolicy;
+  /**
+   * A `kubernetes.io/dockerconfigjson` Secret in the build namespace with push (and pull)
+   * credentials, mounted as the builder's Docker config; none: anonymous.
+   */
+  readonly credentialsSecret?: string;
+  /** The build pod's service account; none: the namespace's `default`. Its token is never mounted. */
+  readonly serviceAccountName?: string;
+  /** Registries reached over plain HTTP or with unverified TLS (`host[:port]`). */
+  readonly insecureRegistries: readonly string[];
+}
+
+export const DEFAULT_JOB_SETTINGS: JobSettings = {
+  builderImages: BUILDER_IMAGES,
+  gitImage: GIT_IMAGE,
+  resources: {
+    // builders.md §2.1's sample asks requests cpu 1 / memory 2Gi, limit memory 4Gi; kiln also
+    // caps CPU and disk, since a tenant's build must not take a node (reliability.md §3.8).
+    builder: {
+      requests: { cpu: '1', memory: '2Gi', ephemeralStorage: '2Gi' },
+      limits: { cpu: '2', memory: '4Gi', ephemeralStorage: '10Gi' },
+    },
+    source: {
+      requests: { cpu: '100m', memory: '128Mi', ephemeralStorage: '256Mi' },
+      limits: { cpu: '1', memory: '1Gi', ephemeralStorage: '1Gi' },
+    },
+  },
+  imagePullPolicy: 'IfNotPresent',
+  insecureRegistries: [],
+};
+
+/** What the reconciler knows about one build besides its spec. */
+export interface JobContext {
+  readonly buildId: string;
+  readonly tenantId: string;
+  readonly projectId: string;
+  readonly buildNumber: number;
+  readonly namespace: string;
+  readonly settings: JobSettings;
+  /** The name of the build's ConfigMap (`buildObjectName(buildId)`, as the Job's). */
+  readonly configMapName: string;
+  /** A per-build credentials Secret (e.g. resolved from the secret manager); wins over settings. */
+  readonly credentialsSecret?: string;
+}
+
+/**
+ * A method's answer for one build. `job` and `configMap` carry no ownerReferences: the reconciler
+ * adds the Job's controller reference to the Build, creates the ConfigMap (when there is one)
+ * before the Job, and once the Job exists points the ConfigMap's ownerReference at the Job (its
+ * uid is not known before). `ttlSecondsAfterFinished` is left unset: the reconciler sets it once
+ * every log stream is stored. `unsupported` is permanent (the spec cannot run as a Job): fail the
+ * build with `reason`, do not retry.
+ */
+export type JobTranslation =
+  | {
+      readonly kind: 'job';
+      readonly job: V1Job;
+      readonly configMap?: V1ConfigMap;
+      /** Lines for the build log in kiln's own voice, written before the pod's first line. */
+      readonly notes: readonly string[];
+    }
+  | { readonly kind: 'unsupported'; readonly reason: string };
+
+/** The builder container a method asks for; the skeleton adds name, resources and mounts. */
+export interface BuilderContainer {
+  readonly image: string;
+  readonly command: readonly string[];
+  readonly args: readonly string[];
+  readonly env: readonly V1EnvVar[];
+  readonly securityContext: V1SecurityContext;
+  /** Where the credentials Secret's `config.json` is mounted (the builder's DOCKER_CONFIG). */
+  readonly dockerConfigDir: string;
+}
+
+/** What a method decides for its Job (`jobOf` turns it into a JobTranslation). */
+export interface JobPlan {
+  readonly builder: BuilderContainer;
+  /** Files for the build's ConfigMap, mounted read-only at FILES_DIR; none: no ConfigMap. */
+  readonly files: Readonly<Record<string, string>>;
+  readonly notes: readonly string[];
+}
+
+/** The workspace emptyDir; the repository is cloned into SOURCE_DIR. */
+export const WORKSPACE_DIR = '/workspace';
+export const SOURCE_DIR = '/workspace/source';
+/** Where the ConfigMap (a generated or inline Dockerfile) is mounted, read-only. */
+export const FILES_DIR = '/kiln/dockerfile';
+export const BUILDER_CONTAINER = 'build';
+export const SOURCE_CONTAINER = 'source';
+/** A ConfigMap holds at most 1 MiB; leave room for its metadata. */
+export const MAX_FILES_BYTES = 1_000_000;
+
+/** The Job's and the ConfigMap's name (DESIGN.md: "its Job is `kiln-<buildId>`"). */
+export function buildObjectName(buildId: string): string {
+  return `kiln-${buildId}`;
+}
+
+/** The labels on the Job, its pod template and the ConfigMap. */
+export function buildLabels(context: JobContext): Record<string, string> {
+  return {
+    'app.kubernetes.io/managed-by': 'kiln',
+    'app.kubernetes.io/name': 'kiln-build',
+    'kiln.dev/build-id': context.buildId,
+    'kiln.dev/tenant-id': context.tenantId,
+    'kiln.dev/project-id': context.projectId,
+  };
+}
+
+/** The answer of a method that has no Job yet. */
+export function notYetOnKubernetes(method: MethodName): JobTranslation {
+  return {
+    kind: 'unsupported',
+    reason: `${method} builds cannot run on Kubernetes yet; use the local runner`,
+  };
+}
+
+export function unsupported(reason: string): JobTranslation {
+  return { kind: 'unsupported', reason };
+}
+
+/**
+ * The build context's directory in the pod: under the checkout when there is a repository (and
+ * never outside it, as the local runner refuses), else the ConfigMap's directory, which holds the
+ * Dockerfile alone. A string is the directory; `{ problem }` says why there is none.
+ */
+export function contextDirectory(source: BuildSource): string | { problem: string } {
+  if (source.repository === null) {
+    return posix.resolve(SOURCE_DIR, source.context) === SOURCE_DIR
+      ? FILES_DIR
+      : {
+          problem: `build context ${source.context} names a directory of the repository, but the project has no git repository`,
+        };
+  }
+  const dir = posix.resolve(SOURCE_DIR, source.context);
+  return dir === SOURCE_DIR || dir.startsWith(`${SOURCE_DIR}/`)
+    ? dir
+    : { problem: `build context ${source.context} is outside the source` };
+}
+
+/**
+ * The `source` init container's script: a constant. The repository URL, branch and commit reach
+ * it as positional parameters ($1 $2 $3, after $0), never as text of the script, so nothing a
+ * user sends is parsed by the shell. An empty branch means the default branch; an empty commit,
+ * the branch's head. `--` ends git's options before the URL; a branch or commit starting with `-`
+ * (which the API refuses anyway) is refused here too, so neither can become an option.
+ */
+export const SOURCE_SCRIPT = [
+  'set -eu',
+  'for ref in "$2" "$3"; do',
+  '  case "$ref" in -*) printf "kiln: refusing a git ref that starts with -: %s\\n" "$ref" >&2; exit 2 ;; esac',
+  'done',
+  'if [ -n "$2" ]; then',
+  `  git clone --no-tags --branch "$2" -- "$1" ${SOURCE_DIR}`,
+  'else',
+  `  git clone --no-tags -- "$1" ${SOURCE_DIR}`,
+  'fi',
+  'if [ -n "$3" ]; then',
+  `  git -C ${SOURCE_DIR} -c advice.detachedHead=false checkout "$3"`,
+  'fi',
+  `printf "kiln: checked out %s\\n" "$(git -C ${SOURCE_DIR} rev-parse HEAD)"`,
+].join('\n');
+
+/** The shell the source container runs SOURCE_SCRIPT with ($0 is this name). */
+export const SOURCE_COMMAND = ['/bin/sh', '-c', SOURCE_SCRIPT, 'kiln-source'] as const;
+
+/**
+ * Non-root, no capabilities, no privilege escalation, read-only root: git needs none of them
+ * (PSS "restricted"; Shipwright's git step runs the same way, builders.md §3.1). 65532 is the
+ * conventional `nonroot` uid of distroless and Chainguard images.
+ */
+export const SOURCE_SECURITY_CONTEXT: V1SecurityContext = {
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  runAsNonRoot: true,
+  privileged: false,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+const VOLUME = {
+  workspace: 'workspace',
+  tmp: 'source-tmp',
+  files: 'dockerfile',
+  credentials: 'registry-credentials',
+} as const;
+
+/** Wraps a method's plan in the shared Job skeleton (docs/adr/0014-job-translation.md). */
+export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobTranslation {
+  const filesBytes = Object.values(plan.files).reduce(
+    (sum, text) => sum + Buffer.byteLength(text, 'utf8'),
+    0,
+  );
+  if (filesBytes > MAX_FILES_BYTES) {
+    return unsupported(
+      `the Dockerfile is ${filesBytes} bytes; a build on Kubernetes takes at most ${MAX_FILES_BYTES}`,
+    );
+  }
+  const { settings } = context;
+  const name = buildObjectName(context.buildId);
+  // Each object gets its own copy: the reconciler may change one without touching the others.
+  const labels = (): Record<string, string> => buildLabels(context);
+  const repository = spec.source.repository;
+  const hasFiles = Object.keys(plan.files).length > 0;
+  const credentials = context.credentialsSecret ?? settings.credentialsSecret;
+
+  const volumes: V1Volume[] = [];
+  const builderMounts: V1VolumeMount[] = [];
+  if (repository !== null) {
+    volumes.push({ name: VOLUME.workspace, emptyDir: {} }, { name: VOLUME.tmp, emptyDir: {} });
+    builderMounts.push({ name: VOLUME.workspace, mountPath: WORKSPACE_DIR });
+  }
+  if (hasFiles) {
+    volumes.push({
+      name: VOLUME.files,
+      configMap: { name: context.configMapName, defaultMode: 0o444 },
+    });
+    builderMounts.push({ name: VOLUME.files, mountPath: FILES_DIR, readOnly: true });
+  }
+  if (credentials !== undefined) {
+    volumes.push({
+      name: VOLUME.credentials,
+      secret: {
+        secretName: credentials,
+        items: [{ key: '.dockerconfigjson', path: 'config.json' }],
+        defaultMode: 0o400,
+      },
+    });
+    builderMounts.push({
+      name: VOLUME.credentials,
+      mountPath: plan.builder.dockerConfigDir,
+      readOnly: true,
+    });
+  }
+
+  const builder: V1Container = {
+    name: BUILDER_CONTAINER,
+    image: plan.builder.image,
+    imagePullPolicy: settings.imagePullPolicy,
+    command: [...plan.builder.command],
+    args: [...plan.builder.args],
+    env: [...plan.builder.env],
+    resources: resourcesOf(settings.resources.builder),
+    securityContext: plan.builder.securityContext,
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: builderMounts,
+  };
+
+  const pod: V1PodSpec = {
+    restartPolicy: 'Never',
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    ...(settings.serviceAccountName === undefined
+      ? {}
+      : { serviceAccountName: settings.serviceAccountName }),
+    securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+    ...(repository === null
+      ? {}
+      : { initContainers: [sourceContainer(spec.source, repository, settings)] }),
+    containers: [builder],
+    volumes,
+  };
+
+  const job: V1Job = {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, namespace: context.namespace, labels: labels() },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: spec.timeoutSeconds,
+      template: { metadata: { labels: labels() }, spec: pod },
+    },
+  };
+  const configMap: V1ConfigMap | undefined = hasFiles
+    ? {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: context.configMapName, namespace: context.namespace, labels: labels() },
+        immutable: true,
+        data: { ...plan.files },
+      }
+    : undefined;
+  // A deep copy: the Job shares no object with this module's constants or with the plan.
+  return structuredClone({
+    kind: 'job',
+    job,
+    ...(configMap === undefined ? {} : { configMap }),
+    notes: plan.notes,
+  });
+}
+
+function sourceContainer(
+  source: BuildSource,
+  repository: string,
+  settings: JobSettings,
+): V1Container {
+  return {
+    name: SOURCE_CONTAINER,
+    image: settings.gitImage,
+    imagePullPolicy: settings.imagePullPolicy,
+    command: [...SOURCE_COMMAND],
+    args: [repository, source.branch ?? '', source.commit ?? ''],
+    env: [
+      // HOME must be writable and readable by the non-root user (git reads its config there).
+      { name: 'HOME', value: '/tmp' },
+      // Fail instead of waiting for a password on a terminal there is none of.
+      { name: 'GIT_TERMINAL_PROMPT', value: '0' },
+      // The URL schemes a project may name (projects.service.ts); no file://, ext:: or http://.
+      { name: 'GIT_ALLOW_PROTOCOL', value: 'https:ssh:git' },
+    ],
+    workingDir: WORKSPACE_DIR,
+    resources: resourcesOf(settings.resources.source),
+    securityContext: SOURCE_SECURITY_CONTEXT,
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [
+      { name: VOLUME.workspace, mountPath: WORKSPACE_DIR },
+      { name: VOLUME.tmp, mountPath: '/tmp' },
+    ],
+  };
+}
+
+function resourcesOf(resources: ContainerResources): V1ResourceRequirements {
+  const quantities = (amounts: ResourceAmounts) => ({
+    cpu: amounts.cpu,
+    memory: amounts.memory,
+    'ephemeral-storage': amounts.ephemeralStorage,
+  });
+  return { requests: quantities(resources.requests), limits: quantities(resources.limits) };
+}
+
+/**
+ * The hardening rules every build Job keeps (reliability.md §3.8, ADR 0014), as problems found in
+ * `job`: empty when it keeps them all. The table tests check every translation with it; the
+ * reconciler may check a Job with it before creating one.
+ */
+export function hardeningProblems(job: V1Job): string[] {
+  const problems: string[] = [];
+  const spec = job.spec;
+  const pod = spec?.template.spec;
+  if (spec === undefined || pod === undefined) return ['the Job has no pod template'];
+  if (spec.backoffLimit !== 0) problems.push('backoffLimit must be 0');
+  if (!Number.isInteger(spec.activeDeadlineSeconds) || (spec.activeDeadlineSeconds ?? 0) <= 0) {
+    problems.push('activeDeadlineSeconds must be a positive integer');
+  }
+  if (spec.ttlSecondsAfterFinished !== undefined) {
+    problems.push('ttlSecondsAfterFinished is set only after the logs are stored');
+  }
+  if ((job.metadata?.ownerReferences ?? []).length > 0) {
+    problems.push('ownerReferences are set by the reconciler');
+  }
+  for (const [where, labels] of [
+    ['Job', job.metadata?.labels],
+    ['pod template', spec.template.metadata?.labels],
+  ] as const) {
+    if (labels?.['app.kubernetes.io/managed-by'] !== 'kiln')
+      problems.push(`the ${where} must carry app.kubernetes.io/managed-by=kiln`);
+    for (const key of ['kiln.dev/build-id', 'kiln.dev/tenant-id', 'kiln.dev/project-id']) {
+      if (!labels?.[key]) problems.push(`the ${where} must carry ${key}`);
+    }
+  }
+  if (pod.restartPolicy !== 'Never') problems.push('restartPolicy must be Never');
+  if (pod.automountServiceAccountToken !== false)
+    problems.push('automountServiceAccountToken must be false');
+  if (pod.enableServiceLinks !== false) problems.push('enableServiceLinks must be false');
+  for (const key of Object.keys(pod)) {
+    if (key.startsWith('host')) problems.push(`the pod must not set ${key}`);
+  }
+  if (pod.securityContext?.seccompProfile?.type !== 'RuntimeDefault')
+    problems.push('the pod must use the RuntimeDefault seccomp profile');
+  for (const volume of pod.volumes ?? []) {
+    if (volume.hostPath !== undefined) problems.push(`volume ${volume.name} is a hostPath`);
+  }
+  for (const container of [...(pod.initContainers ?? []), ...pod.containers]) {
+    problems.push(...containerProblems(container));
+  }
+  return problems;
+}
+
+function containerProblems(container: V1Container): string[] {
+  const problems: string[] = [];
+  const at = `container ${container.name}`;
+  if (container.image === undefined || !isPinnedByDigest(container.image))
+    problems.push(`${at}: image ${container.image ?? '(none)'} is not pinned by digest`);
+  for (const kind of ['requests', 'limits'] as const) {
+    for (const resource of ['cpu', 'memory', 'ephemeral-storage']) {
+      if (container.resources?.[kind]?.[resource] === undefined)
+        problems.push(`${at}: no ${resource} in resources.${kind}`);
+    }
+  }
+  if (container.securityContext === undefined) problems.push(`${at}: no securityContext`);
+  if (container.securityContext?.privileged === true) problems.push(`${at}: privileged`);
+  if (container.terminationMessagePolicy !== 'FallbackToLogsOnError')
+    problems.push(`${at}: terminationMessagePolicy must be FallbackToLogsOnError`);
+  const argv = [...(container.command ?? []), ...(container.args ?? [])];
+  argv.forEach((arg, index) => {
+    if (arg === '-c' && index > 0 && /(?:^|\/)(?:ba|da|a)?sh$/.test(argv[index - 1] ?? '')) {
+      if (argv[index + 1] !== SOURCE_SCRIPT)
+        problems.push(`${at}: a shell runs a script other than kiln's constant source script`);
+    }
+  });
+  return problems;
+}
