@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { TenantContext } from '../auth/tenant-context.js';
 import { type SpecContext, specOfManifest, specOfReference } from '../build-methods/build-spec.js';
 import { validateManifest } from '../build-methods/manifest.js';
-import { ForbiddenError, InvalidRequestError } from '../common/errors.js';
+import { ForbiddenError, InvalidRequestError, UnavailableError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
@@ -85,6 +85,7 @@ export class BuildsService {
           }
         : { ...common, projectId, ...fromWizard(request.body.manifest, context) };
     const created = await this.lifecycle.create(build);
+    if (!created.replayed) await this.handToRunner(tenant, created.build);
     return { form: request.form, ...created };
   }
 
@@ -107,12 +108,23 @@ export class BuildsService {
     });
   }
 
-  /** queued → in_progress, then hands the build to the runner. */
+  /**
+   * queued → in_progress, then hands the build to the runner. A runner whose backend is
+   * unreachable leaves the build queued again and the caller gets the 503.
+   */
   async start(tenant: TenantContext, id: string): Promise<BuildEntity> {
     const build = await this.lifecycle.start(tenant.tenantId, id);
     try {
       await this.runner.start(build);
     } catch (error) {
+      if (error instanceof UnavailableError) {
+        await this.lifecycle
+          .unstart(id)
+          .catch((undo: unknown) =>
+            this.logger.error({ err: undo, build_id: id }, 'could not queue a refused start again'),
+          );
+        throw error;
+      }
       this.logger.error({ err: error, build_id: id }, 'the runner could not start the build');
       try {
         return await this.lifecycle.fail(
@@ -146,8 +158,27 @@ export class BuildsService {
     return build;
   }
 
-  retry(tenant: TenantContext, id: string): Promise<BuildEntity> {
-    return this.lifecycle.retry(tenant.tenantId, id, tenant.userId);
+  async retry(tenant: TenantContext, id: string): Promise<BuildEntity> {
+    const build = await this.lifecycle.retry(tenant.tenantId, id, tenant.userId);
+    await this.handToRunner(tenant, build);
+    return build;
+  }
+
+  /** The runner prepares a new build; nothing is left of one it refused (its number stays unused). */
+  private async handToRunner(tenant: TenantContext, build: BuildEntity): Promise<void> {
+    try {
+      await this.runner.create(build);
+    } catch (error) {
+      await this.lifecycle
+        .remove(tenant.tenantId, build.id)
+        .catch((cleanup: unknown) =>
+          this.logger.error(
+            { err: cleanup, build_id: build.id },
+            'could not delete a build the runner refused to create',
+          ),
+        );
+      throw error;
+    }
   }
 
   async status(

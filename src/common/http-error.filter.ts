@@ -11,6 +11,9 @@ import { pathOf, toKilnError } from './to-kiln-error.js';
  * Every error leaving the HTTP API, whatever threw it, becomes the spec's Error body. Server-side
  * failures are logged with the trace id the client sees; their messages never reach the client.
  */
+/** Seconds a client waits before retrying a 503. */
+const UNAVAILABLE_RETRY_AFTER = '5';
+
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
   constructor(private readonly logger: Logger) {}
@@ -40,6 +43,9 @@ export class HttpErrorFilter implements ExceptionFilter {
       return;
     }
     if (error instanceof RateLimitedError) setRateLimitHeaders(response, error.rateLimit, true);
+    // A dependency restarting (the database, the Kubernetes API server) is usually back soon.
+    if (error.code === ErrorCode.Unavailable)
+      response.setHeader('Retry-After', UNAVAILABLE_RETRY_AFTER);
     response.status(status).json(body);
   }
 }

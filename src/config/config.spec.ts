@@ -62,9 +62,33 @@ describe(loadConfig.name, () => {
     for (const role of ['api', 'operator', 'all']) {
       expect(loadConfig({ KILN_ROLE: role }, cwd, home).role).toBe(role);
     }
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kiln-kube-')), 'config');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
     for (const runner of ['local', 'kubernetes']) {
-      expect(loadConfig({ KILN_RUNNER: runner }, cwd, home).runner).toBe(runner);
+      expect(loadConfig({ KILN_RUNNER: runner, KUBECONFIG: kubeconfig }, cwd, home).runner).toBe(
+        runner,
+      );
     }
+  });
+
+  it('refuses KILN_RUNNER=kubernetes without a kubeconfig or a service account', () => {
+    expect(() => loadConfig({ KILN_RUNNER: 'kubernetes' }, cwd, home)).toThrow(
+      /KILN_RUNNER: local, or kubernetes with a kubeconfig/,
+    );
+  });
+
+  it('reads the kubeconfig location and the build namespace', () => {
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kiln-kube-')), 'config');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+
+    const config = loadConfig({ KUBECONFIG: `/nonexistent:${kubeconfig}` }, cwd, home);
+
+    expect(config.kube).toEqual({ kind: 'file', path: kubeconfig });
+    expect(config.buildNamespace).toBe('kiln-builds');
+    expect(loadConfig({ KILN_BUILD_NAMESPACE: 'ci' }, cwd, home).buildNamespace).toBe('ci');
+    expect(() => loadConfig({ KILN_BUILD_NAMESPACE: 'Not_A_Namespace' }, cwd, home)).toThrow(
+      /KILN_BUILD_NAMESPACE/,
+    );
   });
 
   it('defaults to the kubernetes runner when a kubeconfig is found', () => {

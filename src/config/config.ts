@@ -25,6 +25,10 @@ export type JwtSecretSource =
 export class KilnConfig {
   readonly role!: Role;
   readonly runner!: RunnerKind;
+  /** Where the Kubernetes API server is: a kubeconfig file, the pod's service account, or none. */
+  readonly kube!: KubeLocation;
+  /** Namespace of Build resources and their Jobs (KILN_BUILD_NAMESPACE). */
+  readonly buildNamespace!: string;
   readonly host!: string;
   readonly port!: number;
   /** Unset: kiln runs an embedded PostgreSQL under dataDir. */
@@ -144,11 +148,23 @@ export function loadConfig(
   };
 
   const role = oneOf('KILN_ROLE', ROLES, 'all');
-  const runner = oneOf(
-    'KILN_RUNNER',
-    RUNNERS,
-    kubeConfigAvailable(env, home) ? 'kubernetes' : 'local',
-  );
+  const kube = kubeLocation(env, home);
+  const buildNamespace = value('KILN_BUILD_NAMESPACE') ?? 'kiln-builds';
+  if (!DNS_LABEL.test(buildNamespace)) {
+    bad(
+      'KILN_BUILD_NAMESPACE',
+      'a namespace name (DNS-1123 label, at most 63 characters)',
+      buildNamespace,
+    );
+  }
+  const runner = oneOf('KILN_RUNNER', RUNNERS, kube.kind === 'none' ? 'local' : 'kubernetes');
+  if (runner === 'kubernetes' && kube.kind === 'none') {
+    bad(
+      'KILN_RUNNER',
+      'local, or kubernetes with a kubeconfig (KUBECONFIG, ~/.kube/config) or a service account',
+      'kubernetes',
+    );
+  }
   const host = value('KILN_HOST') ?? '0.0.0.0';
   const port = integer('PORT', 8080, 1, 65535);
   const logLevel = oneOf('KILN_LOG_LEVEL', LOG_LEVELS, 'info');
@@ -242,6 +258,8 @@ export function loadConfig(
   if (problems.length > 0) throw new ConfigError(problems);
   return new KilnConfig({
     role,
+    kube,
+    buildNamespace,
     runner,
     host,
     port,
@@ -366,15 +384,28 @@ function isPostgresUrl(raw: string): boolean {
   }
 }
 
-/** The same places client-node's loadFromDefault() looks, checked without loading it. */
-export function kubeConfigAvailable(env: Env, home: string): boolean {
+export type KubeLocation =
+  | { readonly kind: 'file'; readonly path: string }
+  | { readonly kind: 'cluster' }
+  | { readonly kind: 'none' };
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/**
+ * The places client-node's loadFromDefault() looks, in its order, read here so that config stays
+ * the only reader of the environment: the first existing file of KUBECONFIG, ~/.kube/config, then
+ * the pod's service account.
+ */
+export function kubeLocation(env: Env, home: string): KubeLocation {
   const kubeconfig = env['KUBECONFIG'];
   if (kubeconfig !== undefined && kubeconfig !== '') {
-    return kubeconfig.split(':').some((p) => p !== '' && existsSync(p));
+    const path = kubeconfig.split(':').find((p) => p !== '' && existsSync(p));
+    return path === undefined ? { kind: 'none' } : { kind: 'file', path };
   }
-  if (existsSync(join(home, '.kube', 'config'))) return true;
-  return (
-    (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' &&
+  const path = join(home, '.kube', 'config');
+  if (existsSync(path)) return { kind: 'file', path };
+  return (env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' &&
     existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')
-  );
+    ? { kind: 'cluster' }
+    : { kind: 'none' };
 }

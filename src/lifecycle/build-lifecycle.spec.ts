@@ -151,6 +151,24 @@ describe(BuildLifecycle.name, () => {
     },
   );
 
+  it('takes back a start the runner refused: queued again with no start time or runner, and startable', async () => {
+    const build = await running();
+    await lifecycle.setRunnerRef(build.id, 'kubernetes/x');
+
+    const unstarted = await lifecycle.unstart(build.id);
+
+    expect(unstarted).toMatchObject({ status: 'queued', startedAt: null, runnerRef: null });
+    expect((await lifecycle.start(tenantId, build.id)).status).toBe('in_progress');
+  });
+
+  it('refuses to take back the start of a build that already ended', async () => {
+    const build = await running();
+    await lifecycle.succeed(build.id);
+
+    await expect(lifecycle.unstart(build.id)).rejects.toBeInstanceOf(ConflictError);
+    expect((await stored(build.id)).status).toBe('success');
+  });
+
   it("numbers a project's builds 1, 2, 3, … without gaps, even when created concurrently and after a refused duplicate", async () => {
     const project = await newProject('numbering');
     const first = await queued({ projectId: project, gitBranch: 'taken' });

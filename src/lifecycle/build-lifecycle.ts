@@ -118,6 +118,14 @@ export class BuildLifecycle {
     return this.apply(id, tenantId, 'start', { startedAt: 'now' });
   }
 
+  /**
+   * in_progress → queued, for a start the runner refused before anything ran (the API, when the
+   * runner's backend is unreachable). The runner reference and start time are cleared.
+   */
+  unstart(id: string): Promise<BuildEntity> {
+    return this.apply(id, undefined, 'unstart', { startedAt: null, runnerRef: null });
+  }
+
   /** in_progress → cancelled (the API). */
   cancel(tenantId: string, id: string, reason: string | null): Promise<BuildEntity> {
     return this.apply(id, tenantId, 'cancel', { completedAt: 'now', cancelReason: reason });

@@ -36,7 +36,7 @@ export interface BuildListQuery {
 
 /** Columns a transition may set besides status. */
 export interface TransitionChanges {
-  readonly startedAt?: 'now';
+  readonly startedAt?: 'now' | null;
   readonly completedAt?: 'now';
   readonly errorMessage?: string | null;
   readonly failureReason?: FailureReason | null;
@@ -203,6 +203,7 @@ export class BuildsRepository {
       sets.push(`${column} = $${params.length}`);
     };
     if (changes.startedAt === 'now') sets.push('started_at = now()');
+    if (changes.startedAt === null) sets.push('started_at = NULL');
     if (changes.completedAt === 'now') sets.push('completed_at = now()');
     if (changes.errorMessage !== undefined) set('error_message', changes.errorMessage);
     if (changes.failureReason !== undefined) set('failure_reason', changes.failureReason);

@@ -172,6 +172,25 @@ export class BuildLogsRepository {
     return { lines, total: rows[0]?.total ?? 0 };
   }
 
+  /**
+   * Where a container's log resumes: the timestamp of its last stored line and how many of its
+   * lines carry exactly that timestamp (pieces of a split line count once: only the last piece
+   * has no `continued`). Undefined before its first line. Scans the build's lines: for restarts.
+   */
+  async containerCursor(
+    buildId: string,
+    container: string,
+  ): Promise<{ tsMs: number; seen: number } | undefined> {
+    const [row] = await this.dataSource.query<Array<{ ts: Date; seen: number }>>(
+      `WITH mine AS (
+         SELECT ts FROM build_log_lines
+          WHERE build_id = $1 AND metadata->>'container' = $2 AND metadata->>'continued' IS NULL)
+       SELECT ts, count(*)::int AS seen FROM mine WHERE ts = (SELECT max(ts) FROM mine) GROUP BY ts`,
+      [buildId, container],
+    );
+    return row === undefined ? undefined : { tsMs: row.ts.getTime(), seen: row.seen };
+  }
+
   /** How many lines the build has stored (0 before its first). */
   async lineCount(buildId: string): Promise<number> {
     const [row] = await this.dataSource.query<Array<{ lines: number }>>(

@@ -5,7 +5,7 @@ import type { BuildEntity } from '../lifecycle/build.entity.js';
  * captured at create). Runners read nothing else of the record.
  */
 export type RunnableBuild = Readonly<
-  Pick<BuildEntity, 'id' | 'tenantId' | 'projectId' | 'buildNumber' | 'spec'>
+  Pick<BuildEntity, 'id' | 'tenantId' | 'projectId' | 'buildNumber' | 'spec' | 'cancelReason'>
 >;
 
 /**
@@ -13,13 +13,22 @@ export type RunnableBuild = Readonly<
  * through Build resources). Used as the DI token; nothing outside src/runners/ knows which runner
  * is active.
  *
- * Promises: `start` is called once a build has moved to in_progress and returns as soon as the
+ * Promises: `create` is called once a build record exists (queued), to prepare what the runner
+ * keeps for it; it may throw, and then the record is deleted again. `start` is called once a
+ * build has moved to in_progress and returns as soon as the
  * run is under way (it does not wait for the build). From then on the runner reports progress and
  * the final outcome (success, or failed with a FailureReason) to BuildLifecycle, and log lines to
  * the log sink. `cancel` stops a run the API has already marked cancelled; `remove` deletes what
- * the runner keeps for a deleted build. All three are idempotent and safe to repeat.
+ * the runner keeps for a deleted build. All are idempotent and safe to repeat. A runner whose
+ * backend cannot be reached throws UnavailableError from `create` or `start` before anything
+ * changed there: the API answers 503 and takes its own change back.
  */
 export abstract class BuildRunner {
+  /** Nothing to prepare by default: the local runner needs only the record. */
+  create(_build: RunnableBuild): Promise<void> {
+    return Promise.resolve();
+  }
+
   abstract start(build: RunnableBuild): Promise<void>;
   abstract cancel(build: RunnableBuild): Promise<void>;
   abstract remove(build: RunnableBuild): Promise<void>;

@@ -2,15 +2,17 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { KilnConfig } from '../config/config.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
+import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
 import { BuildRunner } from './build-runner.js';
+import { KubernetesRunner } from './kubernetes/kubernetes.runner.js';
 import { LocalRunner } from './local/local.runner.js';
-import { UnavailableRunner } from './unavailable.runner.js';
 
 /**
- * Binds the BuildRunner port: KILN_RUNNER=local → LocalRunner; kubernetes → UnavailableRunner
- * until the Kubernetes runner lands. Tests pass their own runner class. Global, so BuildsModule
- * injects the port without knowing the runner; composed once, by the roles that start builds
- * (app.module.ts, apiModules). Runners read only a build's spec: no feature of the API.
+ * Binds the BuildRunner port: KILN_RUNNER=local → LocalRunner; kubernetes → KubernetesRunner
+ * (Build resources the operator reconciles). Tests pass their own runner class. Global, so
+ * BuildsModule injects the port without knowing the runner; composed once, by the roles that
+ * start builds (app.module.ts, apiModules). Runners read only a build's spec: no feature of the
+ * API.
  */
 @Module({})
 export class RunnersModule {
@@ -18,20 +20,20 @@ export class RunnersModule {
     return {
       module: RunnersModule,
       global: true,
-      imports: [LifecycleModule, LogsModule],
+      imports: [LifecycleModule, LogsModule, KubernetesModule],
       providers:
         runner === undefined
           ? [
               LocalRunner,
-              UnavailableRunner,
+              KubernetesRunner,
               {
                 provide: BuildRunner,
-                inject: [KilnConfig, LocalRunner, UnavailableRunner],
+                inject: [KilnConfig, LocalRunner, KubernetesRunner],
                 useFactory: (
                   config: KilnConfig,
                   local: LocalRunner,
-                  unavailable: UnavailableRunner,
-                ) => (config.runner === 'local' ? local : unavailable),
+                  kubernetes: KubernetesRunner,
+                ) => (config.runner === 'local' ? local : kubernetes),
               },
             ]
           : [{ provide: BuildRunner, useClass: runner }],

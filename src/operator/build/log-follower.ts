@@ -1,0 +1,367 @@
+import type { Logger } from 'pino';
+import type { BuilderFormat } from '../../logs/builder-output.js';
+import type { LogLineInput } from '../../logs/log-sink.js';
+
+/** What the reconciler last saw of one container of the build's pod. */
+export type ContainerState =
+  /** Not started yet (the pod may still run it). */
+  | 'waiting'
+  | 'running'
+  | 'terminated'
+  /** The pod ended without ever running it (an earlier init container failed). */
+  | 'skipped'
+  /** The pod is gone: what was not read is lost. */
+  | 'gone';
+
+/** Where reading a container's log resumes: the last line handed on, as (ms, count at that ms). */
+export interface LogCursor {
+  /** Timestamp (ms) of the last line stored for the container. */
+  readonly tsMs: number;
+  /** How many of the container's lines carry exactly that timestamp. */
+  readonly seen: number;
+}
+
+export interface FollowedContainer {
+  readonly name: string;
+  /** How to read levels and steps from this container's output. */
+  readonly format?: BuilderFormat;
+}
+
+export interface FollowTarget {
+  readonly buildId: string;
+  readonly namespace: string;
+  readonly pod: string;
+  /** In order: init containers first (they run one after another), then the others. */
+  readonly containers: readonly FollowedContainer[];
+}
+
+/** Ports: the pod-log API (src/kubernetes/pod-logs.ts), LogSink, and the stored cursors. */
+export interface LogFollowerDeps {
+  readonly logs: {
+    stream(
+      ref: { namespace: string; pod: string; container: string },
+      options: { follow: boolean; sinceTime?: string },
+      onText: (text: string) => void,
+      signal: AbortSignal,
+    ): Promise<void>;
+  };
+  readonly sink: { append(buildId: string, lines: readonly LogLineInput[]): Promise<unknown> };
+  /** The cursor of what is already stored (a restarted operator resumes from it). */
+  readonly cursors: {
+    containerCursor(buildId: string, container: string): Promise<LogCursor | undefined>;
+  };
+  readonly logger: Logger;
+}
+
+export interface LogFollowerOptions {
+  /** A running container's stream that sends nothing this long is reopened. */
+  readonly stallMs: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+}
+
+export const DEFAULT_LOG_FOLLOWER_OPTIONS: LogFollowerOptions = {
+  stallMs: 30_000,
+  retryBaseMs: 250,
+  retryMaxMs: 5_000,
+};
+
+export interface FollowOutcome {
+  /** Every container was read to its end. */
+  readonly complete: boolean;
+  /** Containers whose log was not read to the end (a marker line says so for each). */
+  readonly incomplete: readonly string[];
+}
+
+/**
+ * Reads every container of one build's pod, in order, into LogSink with the container as
+ * metadata (docs/adr/0015-pod-log-follower.md). Streams use `follow=true&timestamps=true`.
+ *
+ * No loss, no duplicate: a stream that ends while its container runs, breaks, or stalls is
+ * reopened from the second of the last line handed on (the API filters at whole seconds), and
+ * what was handed on already is dropped again by (timestamp, ordinal within that timestamp): lines
+ * of one container come back in the same order. A restarted operator starts from the cursor of
+ * what is stored. When the pod goes away before a log was read to its end, one WARN marker line
+ * says which container's lines are missing from when.
+ */
+export class BuildLogFollower {
+  readonly done: Promise<FollowOutcome>;
+  private readonly states = new Map<string, ContainerState>();
+  private readonly stopper = new AbortController();
+  private wake: (() => void) | undefined;
+  private writing: Promise<unknown> = Promise.resolve();
+  private abandonReason: string | undefined;
+
+  constructor(
+    private readonly deps: LogFollowerDeps,
+    private readonly target: FollowTarget,
+    private readonly options: LogFollowerOptions = DEFAULT_LOG_FOLLOWER_OPTIONS,
+  ) {
+    this.done = this.run();
+  }
+
+  /** The container states the reconciler read from the pod; wakes a waiting follower. */
+  observe(states: ReadonlyMap<string, ContainerState>): void {
+    for (const [name, state] of states) this.states.set(name, state);
+    this.wake?.();
+  }
+
+  /**
+   * Stops at once without a marker (this operator lost its lease; the next leader resumes from
+   * the stored cursor).
+   */
+  async stop(): Promise<void> {
+    this.stopper.abort(new Error('log follower stopped'));
+    this.wake?.();
+    await this.done.catch(() => undefined);
+  }
+
+  /**
+   * Gives up on what is not read yet (the drain deadline passed): one marker line per
+   * incomplete container, then `done` resolves.
+   */
+  async abandon(reason: string): Promise<FollowOutcome> {
+    this.abandonReason = reason;
+    this.stopper.abort(new Error(reason));
+    this.wake?.();
+    return this.done;
+  }
+
+  private async run(): Promise<FollowOutcome> {
+    const incomplete: string[] = [];
+    for (const container of this.target.containers) {
+      let read = false;
+      try {
+        read = await this.follow(container);
+      } catch (error) {
+        if (!this.stopper.signal.aborted) {
+          this.deps.logger.error(
+            { err: error, build_id: this.target.buildId, container: container.name },
+            'log follower failed',
+          );
+        }
+      }
+      if (!read) incomplete.push(container.name);
+      if (this.stopper.signal.aborted && this.abandonReason === undefined) break;
+    }
+    await this.writing.catch(() => undefined);
+    return { complete: incomplete.length === 0, incomplete };
+  }
+
+  /** True when the container's log was read to its end (or it never ran). */
+  private async follow(container: FollowedContainer): Promise<boolean> {
+    const { buildId } = this.target;
+    let cursor = await this.deps.cursors.containerCursor(buildId, container.name);
+    let failures = 0;
+    for (;;) {
+      const state = this.states.get(container.name) ?? 'waiting';
+      if (this.stopper.signal.aborted) {
+        if (this.abandonReason !== undefined && state !== 'skipped') {
+          await this.marker(container.name, cursor, this.abandonReason);
+        }
+        return state === 'skipped';
+      }
+      if (state === 'skipped') return true;
+      if (state === 'gone') {
+        await this.marker(container.name, cursor, 'the pod was deleted before its log was read');
+        return false;
+      }
+      if (state === 'waiting') {
+        await this.waitForChange(this.options.retryMaxMs);
+        continue;
+      }
+      const session = new StreamSession(cursor);
+      const ended = await this.open(container, session);
+      cursor = session.cursor;
+      if (ended === 'ended' && (session.terminatedAtOpen || this.terminated(container.name))) {
+        // The server ends a terminated container's stream after its last line.
+        this.hand(container, session.finish());
+        return true;
+      }
+      if (ended === 'failed') {
+        failures++;
+        await this.waitForChange(backoff(failures, this.options));
+      } else {
+        // Ended while the container runs (rotation, the API server), or the pod's end is not
+        // observed yet: reopen after a moment.
+        failures = 0;
+        await this.waitForChange(this.options.retryBaseMs);
+      }
+    }
+  }
+
+  /** One stream: 'ended' when the server ended it, 'failed' when it broke or stalled. */
+  private async open(
+    container: FollowedContainer,
+    session: StreamSession,
+  ): Promise<'ended' | 'failed'> {
+    session.terminatedAtOpen = this.terminated(container.name);
+    const abort = new AbortController();
+    const onStop = () => abort.abort(this.stopper.signal.reason);
+    this.stopper.signal.addEventListener('abort', onStop, { once: true });
+    let stalled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const armStall = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        if (this.states.get(container.name) !== 'running') return armStall();
+        stalled = true;
+        abort.abort(new Error('log stream stalled'));
+      }, this.options.stallMs);
+    };
+    armStall();
+    try {
+      await this.deps.logs.stream(
+        {
+          namespace: this.target.namespace,
+          pod: this.target.pod,
+          container: container.name,
+        },
+        {
+          follow: true,
+          ...(session.cursor === undefined ? {} : { sinceTime: wholeSecond(session.cursor.tsMs) }),
+        },
+        (text) => {
+          armStall();
+          this.hand(container, session.take(text));
+        },
+        abort.signal,
+      );
+      return 'ended';
+    } catch (error) {
+      if (!stalled && !this.stopper.signal.aborted) {
+        this.deps.logger.info(
+          { err: error, build_id: this.target.buildId, container: container.name },
+          'log stream broke; reopening it',
+        );
+      }
+      return 'failed';
+    } finally {
+      clearTimeout(timer);
+      this.stopper.signal.removeEventListener('abort', onStop);
+      session.dropPartial();
+    }
+  }
+
+  /** Lines go to the sink in order, one append at a time. */
+  private hand(container: FollowedContainer, lines: readonly ParsedLine[]): void {
+    if (lines.length === 0) return;
+    const batch: LogLineInput[] = lines.map((line) => ({
+      text: line.text,
+      ts: new Date(line.tsMs),
+      container: container.name,
+      ...(container.format === undefined ? {} : { format: container.format }),
+    }));
+    const buildId = this.target.buildId;
+    this.writing = this.writing
+      .catch(() => undefined)
+      .then(() => this.deps.sink.append(buildId, batch));
+  }
+
+  private async marker(container: string, cursor: LogCursor | undefined, why: string) {
+    const since =
+      cursor === undefined
+        ? 'all of its lines'
+        : `its lines after ${new Date(cursor.tsMs).toISOString()}`;
+    const text = `WARN: [kiln] ${why}: ${since} from container ${container} are missing`;
+    this.writing = this.writing
+      .catch(() => undefined)
+      .then(() => this.deps.sink.append(this.target.buildId, [{ text, container: 'kiln' }]));
+    await this.writing.catch(() => undefined);
+  }
+
+  private terminated(container: string): boolean {
+    return this.states.get(container) === 'terminated';
+  }
+
+  private waitForChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}
+
+interface ParsedLine {
+  readonly tsMs: number;
+  readonly text: string;
+}
+
+/**
+ * One stream's text turned into lines, with the duplicates of a reopened stream dropped: lines
+ * before the cursor's timestamp, and the first `seen` lines at exactly that timestamp.
+ */
+class StreamSession {
+  terminatedAtOpen = false;
+  private partial = '';
+  private readonly base: number | undefined;
+  private skip: number;
+
+  constructor(public cursor: LogCursor | undefined) {
+    this.base = cursor?.tsMs;
+    this.skip = cursor?.seen ?? 0;
+  }
+
+  take(text: string): ParsedLine[] {
+    const parts = (this.partial + text).split('\n');
+    this.partial = parts.pop() ?? '';
+    return parts.flatMap((raw) => this.accept(raw));
+  }
+
+  /** The last line of a finished stream may have no newline. */
+  finish(): ParsedLine[] {
+    const rest = this.partial;
+    this.partial = '';
+    return rest === '' ? [] : this.accept(rest);
+  }
+
+  /** A broken stream's unfinished line comes again when the stream is reopened. */
+  dropPartial(): void {
+    this.partial = '';
+  }
+
+  private accept(raw: string): ParsedLine[] {
+    const line = parseTimestamped(raw.endsWith('\r') ? raw.slice(0, -1) : raw);
+    if (line === undefined) return [];
+    if (this.base !== undefined) {
+      if (line.tsMs < this.base) return [];
+      if (line.tsMs === this.base && this.skip > 0) {
+        this.skip--;
+        return [];
+      }
+    }
+    this.cursor =
+      this.cursor !== undefined && this.cursor.tsMs === line.tsMs
+        ? { tsMs: line.tsMs, seen: this.cursor.seen + 1 }
+        : { tsMs: line.tsMs, seen: 1 };
+    return [line];
+  }
+}
+
+const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
+
+/** `2026-11-23T03:00:00.123456789Z text` → ms and text; undefined when there is no timestamp. */
+export function parseTimestamped(raw: string): ParsedLine | undefined {
+  const space = raw.indexOf(' ');
+  const stamp = space === -1 ? raw : raw.slice(0, space);
+  const match = TIMESTAMP.exec(stamp);
+  if (match === null) return undefined;
+  const [, seconds, fraction = '', zone] = match;
+  const tsMs = Date.parse(`${seconds}.${fraction.padEnd(3, '0').slice(0, 3)}${zone}`);
+  if (Number.isNaN(tsMs)) return undefined;
+  return { tsMs, text: space === -1 ? '' : raw.slice(space + 1) };
+}
+
+/** The API's sinceTime filters at whole seconds: ask from the second of the cursor. */
+function wholeSecond(tsMs: number): string {
+  return new Date(Math.floor(tsMs / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function backoff(failures: number, options: LogFollowerOptions): number {
+  const ms = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.min(failures - 1, 10));
+  return ms / 2 + Math.random() * (ms / 2);
+}

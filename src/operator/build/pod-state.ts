@@ -1,0 +1,37 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ContainerState } from './log-follower.js';
+
+/** The containers of a pod in the order they run: init containers first, then the others. */
+export function containersInOrder(pod: V1Pod): string[] {
+  return [
+    ...(pod.spec?.initContainers ?? []).map((c) => c.name),
+    ...(pod.spec?.containers ?? []).map((c) => c.name),
+  ];
+}
+
+/**
+ * What the log follower needs to know of each container, read from the pod (undefined: the pod
+ * is gone). A container that never started in a pod that has ended is `skipped`.
+ */
+export function containerStates(
+  pod: V1Pod | undefined,
+  names: readonly string[],
+): Map<string, ContainerState> {
+  const states = new Map<string, ContainerState>();
+  if (pod === undefined || pod.metadata?.deletionTimestamp !== undefined) {
+    for (const name of names) states.set(name, 'gone');
+    return states;
+  }
+  const ended = pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+  const statuses = [
+    ...(pod.status?.initContainerStatuses ?? []),
+    ...(pod.status?.containerStatuses ?? []),
+  ];
+  for (const name of names) {
+    const state = statuses.find((s) => s.name === name)?.state;
+    if (state?.terminated !== undefined) states.set(name, 'terminated');
+    else if (state?.running !== undefined) states.set(name, 'running');
+    else states.set(name, ended ? 'skipped' : 'waiting');
+  }
+  return states;
+}

@@ -1,0 +1,283 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeClient } from '../src/kubernetes/kube-client.js';
+import { PodLogs } from '../src/kubernetes/pod-logs.js';
+import { BuildLogsRepository } from '../src/logs/build-logs.repository.js';
+import { LogSink } from '../src/logs/log-sink.js';
+import {
+  BuildLogFollower,
+  type FollowOutcome,
+  type LogFollowerOptions,
+} from '../src/operator/build/log-follower.js';
+import { containerStates, containersInOrder } from '../src/operator/build/pod-state.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { ApiClient } from './support/builds.js';
+import { KubeApiServer } from './support/kube/api-server.js';
+import { writeKubeconfig } from './support/kube/kubeconfig.js';
+import { numberedLine, verifyCrc } from './support/kube/kubelet.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const NS = 'kiln-builds';
+const SOURCE = 'registry.example/git@sha256:1111';
+const BUILDER = 'registry.example/kaniko@sha256:2222';
+const FAST: LogFollowerOptions = { stallMs: 400, retryBaseMs: 20, retryMaxMs: 200 };
+
+/**
+ * The pod log follower against the Kubernetes API server double over real HTTP, into the real
+ * LogSink on Postgres: every line once, in order, through cuts, stalls, restarts and deletions.
+ * The test plays the reconciler's part of telling the follower the pod's container states.
+ */
+describe(BuildLogFollower.name, () => {
+  let cluster: KubeApiServer;
+  let dir: string;
+  let kiln: TestApp;
+  let seeded: Seeded;
+  let admin: ApiClient;
+  let logs: PodLogs;
+  let jobs = 0;
+
+  beforeAll(async () => {
+    cluster = await KubeApiServer.start({ namespaces: ['default', NS] });
+    dir = mkdtempSync(join(tmpdir(), 'kiln-follower-'));
+    logs = new PodLogs(
+      KubeClient.connect({
+        kind: 'file',
+        path: writeKubeconfig(join(dir, 'kubeconfig'), cluster.url, NS),
+      }),
+    );
+    kiln = await startTestApp();
+    seeded = await seedTenancy(kiln);
+    admin = new ApiClient(
+      kiln,
+      await tokenFor(kiln.baseUrl, seeded.users.admin.email),
+      seeded.tenantA,
+    );
+  });
+
+  afterAll(async () => {
+    await kiln.close();
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  afterEach(() => {
+    cluster.kubelet.clearScripts();
+  });
+
+  /** A Job whose pod runs the scripted images; resolves with the pod's name once it exists. */
+  async function runPod(containers: Array<{ name: string; image: string; init?: boolean }>) {
+    const name = `job-${++jobs}`;
+    cluster.seed({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name, namespace: NS },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            initContainers: containers
+              .filter((c) => c.init === true)
+              .map((c) => ({ name: c.name, image: c.image })),
+            containers: containers
+              .filter((c) => c.init !== true)
+              .map((c) => ({ name: c.name, image: c.image })),
+          },
+        },
+      },
+    });
+    for (;;) {
+      const pod = podOfJob(name);
+      if (pod !== undefined) return pod.metadata!.name!;
+      await sleep(10);
+    }
+  }
+
+  const podOfJob = (job: string): V1Pod | undefined =>
+    (cluster.objects('v1', 'pods', NS) as V1Pod[]).find(
+      (p) => p.metadata?.labels?.['job-name'] === job,
+    );
+  const podNamed = (name: string): V1Pod | undefined =>
+    (cluster.objects('v1', 'pods', NS) as V1Pod[]).find((p) => p.metadata?.name === name);
+
+  async function newBuild(): Promise<string> {
+    return (await admin.createBuild(seeded.projectA, `follow-${jobs}-${Date.now()}`)).id as string;
+  }
+
+  /** Starts a follower and keeps it told of the pod's container states, as the reconciler does. */
+  function follow(
+    buildId: string,
+    pod: string,
+  ): { follower: BuildLogFollower; done: Promise<FollowOutcome> } {
+    const names = containersInOrder(podNamed(pod)!);
+    const follower = new BuildLogFollower(
+      {
+        logs,
+        sink: kiln.app.get(LogSink),
+        cursors: kiln.app.get(BuildLogsRepository),
+        logger: kiln.logs.logger,
+      },
+      { buildId, namespace: NS, pod, containers: names.map((name) => ({ name })) },
+      FAST,
+    );
+    let watching = true;
+    void (async () => {
+      while (watching) {
+        follower.observe(containerStates(podNamed(pod), names));
+        await sleep(25);
+      }
+    })();
+    const done = follower.done.finally(() => {
+      watching = false;
+    });
+    return { follower, done };
+  }
+
+  async function stored(buildId: string): Promise<Array<{ container: string; message: string }>> {
+    await kiln.app.get(LogSink).release(buildId);
+    return kiln.dataSource.query(
+      `SELECT metadata->>'container' AS container, message FROM build_log_lines
+        WHERE build_id = $1 ORDER BY seq`,
+      [buildId],
+    );
+  }
+
+  it('stores every line of every container, init containers first, once and in order', async () => {
+    cluster.kubelet.script(SOURCE, { lines: ['cloning', 'checked out main'] });
+    cluster.kubelet.script(BUILDER, { lines: 500, linesPerSecond: 5_000, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([
+      { name: 'source', image: SOURCE, init: true },
+      { name: 'build', image: BUILDER },
+    ]);
+
+    const outcome = await follow(buildId, pod).done;
+
+    expect(outcome).toEqual({ complete: true, incomplete: [] });
+    const lines = await stored(buildId);
+    expect(lines.slice(0, 2)).toEqual([
+      { container: 'source', message: 'cloning' },
+      { container: 'source', message: 'checked out main' },
+    ]);
+    const built = lines.slice(2).map((l) => l.message);
+    expect(built.slice(0, 500)).toEqual(
+      Array.from({ length: 500 }, (_, i) => numberedLine(i + 1, 500)),
+    );
+    expect(verifyCrc(built)).toBe(true);
+  });
+
+  it('loses and doubles nothing when the stream is cut ten times mid-build, even inside lines that share a timestamp', async () => {
+    const n = 4_000;
+    cluster.kubelet.script(BUILDER, {
+      lines: n,
+      linesPerSecond: 4_000,
+      linesPerWrite: 7,
+      printCrc: true,
+    });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const { done } = follow(buildId, pod);
+
+    let cuts = 0;
+    while (cuts < 10) {
+      await sleep(60);
+      if (cluster.openLogStreams({ pod }) > 0) cuts += cluster.cutLogStreams({ pod });
+      if (podNamed(pod)?.status?.phase === 'Succeeded') break;
+    }
+    await done;
+
+    expect(cuts).toBeGreaterThanOrEqual(5);
+    const messages = (await stored(buildId)).map((l) => l.message);
+    expect(messages.slice(0, n)).toEqual(
+      Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)),
+    );
+    expect(verifyCrc(messages)).toBe(true);
+  });
+
+  it('reopens a stalled stream and goes on where it was', async () => {
+    const n = 1_500;
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 1_500, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const { done } = follow(buildId, pod);
+    while (cluster.openLogStreams({ pod }) === 0) await sleep(10);
+    await sleep(200);
+
+    expect(cluster.stallLogStreams({ pod })).toBe(1);
+    await done;
+
+    const messages = (await stored(buildId)).map((l) => l.message);
+    expect(verifyCrc(messages)).toBe(true);
+    expect(messages).toHaveLength(n + 1);
+  });
+
+  it('resumes from what is stored when a new follower takes over (an operator restart)', async () => {
+    const n = 3_000;
+    cluster.kubelet.script(BUILDER, {
+      lines: n,
+      linesPerSecond: 3_000,
+      linesPerWrite: 5,
+      printCrc: true,
+    });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const first = follow(buildId, pod);
+    await sleep(400);
+    await first.follower.stop();
+    await kiln.app.get(LogSink).release(buildId);
+
+    const outcome = await follow(buildId, pod).done;
+
+    expect(outcome.complete).toBe(true);
+    const messages = (await stored(buildId)).map((l) => l.message);
+    expect(messages.slice(0, n)).toEqual(
+      Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)),
+    );
+    expect(verifyCrc(messages)).toBe(true);
+  });
+
+  it('says which lines are missing when the pod is deleted before its log was read', async () => {
+    cluster.kubelet.script(BUILDER, { lines: 100_000, linesPerSecond: 500 });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const { done } = follow(buildId, pod);
+    while ((await kiln.app.get(BuildLogsRepository).lineCount(buildId)) < 20) await sleep(50);
+
+    cluster.removePod(NS, pod);
+    const outcome = await done;
+
+    expect(outcome).toEqual({ complete: false, incomplete: ['build'] });
+    const lines = await stored(buildId);
+    expect(lines.at(-1)).toEqual({
+      container: 'kiln',
+      message: expect.stringMatching(
+        /^WARN: \[kiln\] the pod was deleted before its log was read: its lines after \S+ from container build are missing$/,
+      ),
+    });
+    const numbered = lines.slice(0, -1).map((l) => l.message);
+    expect(numbered).toEqual(numbered.map((_, i) => numberedLine(i + 1, 100_000)));
+  });
+
+  it('writes a marker for what was not read when the drain deadline passes', async () => {
+    cluster.kubelet.script(BUILDER, { hang: true, lines: ['started'] });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const { follower } = follow(buildId, pod);
+    while ((await kiln.app.get(BuildLogsRepository).lineCount(buildId)) < 1) await sleep(20);
+
+    const outcome = await follower.abandon('the drain deadline passed');
+
+    expect(outcome).toEqual({ complete: false, incomplete: ['build'] });
+    expect((await stored(buildId)).map((l) => l.message)).toEqual([
+      'started',
+      expect.stringMatching(/^WARN: \[kiln\] the drain deadline passed: its lines after /),
+    ]);
+    cluster.removePod(NS, pod);
+  });
+});
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
