@@ -1,0 +1,105 @@
+import { describeError, silentLogger, type RuntimeLogger } from './ports.js';
+import type { WorkQueue } from './work-queue.js';
+
+/** What a reconcile asks for: nothing (done), or to look again after a while. */
+export interface ReconcileResult {
+  /** Reconcile this key again after this long (an expected wait, not an error). */
+  requeueAfterMs?: number;
+}
+
+/**
+ * Brings the world in line with the desired state for one key. Resolving means success; throwing
+ * means "try again with backoff". `signal` aborts when this process must stop acting (it lost
+ * the lease, or it is shutting down): stop at the next await and write nothing more.
+ */
+export type Reconcile = (key: string, signal: AbortSignal) => Promise<ReconcileResult | void>;
+
+export interface ControllerOptions {
+  /** Reconciles running at once, at most (default 2). */
+  workers?: number;
+  name?: string;
+  logger?: RuntimeLogger;
+}
+
+/**
+ * Runs `reconcile` for the keys of a work queue on N workers: an error requeues the key with its
+ * backoff, `requeueAfterMs` requeues it after that delay, success forgets its backoff.
+ */
+export class Controller {
+  private readonly aborter = new AbortController();
+  private readonly counts = new Map<string, number>();
+  private workers?: Promise<void>;
+  private readonly workerCount: number;
+  private readonly name: string;
+  private readonly logger: RuntimeLogger;
+
+  constructor(
+    readonly queue: WorkQueue,
+    options: ControllerOptions = {},
+  ) {
+    this.workerCount = Math.max(1, options.workers ?? 2);
+    this.name = options.name ?? 'controller';
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Aborts when `stop()` is called; every reconcile gets it. */
+  get signal(): AbortSignal {
+    return this.aborter.signal;
+  }
+
+  /** Starts the workers; resolves once all of them have returned (after `stop()`). */
+  run(reconcile: Reconcile): Promise<void> {
+    this.workers ??= Promise.all(
+      Array.from({ length: this.workerCount }, () => this.work(reconcile)),
+    ).then(() => undefined);
+    return this.workers;
+  }
+
+  /**
+   * Stops at once: aborts the signal of the reconciles in flight, stops handing out keys, and
+   * resolves when the in-flight reconciles have returned.
+   */
+  async stop(): Promise<void> {
+    this.aborter.abort();
+    await this.queue.shutdown();
+    await this.workers;
+  }
+
+  /** How many reconciles started for `key`. */
+  reconcileCount(key: string): number {
+    return this.counts.get(key) ?? 0;
+  }
+
+  get reconcileCounts(): ReadonlyMap<string, number> {
+    return this.counts;
+  }
+
+  private async work(reconcile: Reconcile): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+      try {
+        const result = await reconcile(key, this.aborter.signal);
+        if (this.aborter.signal.aborted) continue;
+        const after = result?.requeueAfterMs;
+        this.queue.forget(key);
+        if (after !== undefined && after > 0) this.queue.addAfter(key, after);
+      } catch (error) {
+        if (this.aborter.signal.aborted) continue;
+        this.queue.addRateLimited(key);
+        this.logger.warn(
+          {
+            controller: this.name,
+            key,
+            ...describeError(error),
+            failures: this.queue.numRequeues(key),
+          },
+          'reconcile failed; requeued with backoff',
+        );
+      } finally {
+        this.queue.done(key);
+      }
+    }
+  }
+}
