@@ -33,6 +33,8 @@ describe('the Kubernetes runner (API side)', () => {
     dir = mkdtempSync(join(tmpdir(), 'kiln-kube-runner-'));
     kiln = await startTestApp({
       env: {
+        // The API role alone: no operator here turns the Build resources into Jobs.
+        KILN_ROLE: 'api',
         KILN_RUNNER: 'kubernetes',
         KUBECONFIG: writeKubeconfig(join(dir, 'kubeconfig'), cluster.url, 'default'),
       },

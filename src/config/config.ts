@@ -29,6 +29,12 @@ export class KilnConfig {
   readonly kube!: KubeLocation;
   /** Namespace of Build resources and their Jobs (KILN_BUILD_NAMESPACE). */
   readonly buildNamespace!: string;
+  /** Operator: how long an ended build waits for its pod's log streams before a marker line. */
+  readonly operatorDrainDeadlineMs!: number;
+  /** Operator: how long a builder image may fail to pull before ImagePullFailed. */
+  readonly operatorImagePullTimeoutMs!: number;
+  /** Operator: ttlSecondsAfterFinished set on a build's Job once its logs are stored. */
+  readonly operatorJobTtlSeconds!: number;
   readonly host!: string;
   readonly port!: number;
   /** Unset: kiln runs an embedded PostgreSQL under dataDir. */
@@ -150,6 +156,11 @@ export function loadConfig(
   const role = oneOf('KILN_ROLE', ROLES, 'all');
   const kube = kubeLocation(env, home);
   const buildNamespace = value('KILN_BUILD_NAMESPACE') ?? 'kiln-builds';
+  const operatorDrainDeadlineMs =
+    integer('KILN_OPERATOR_DRAIN_DEADLINE_SECONDS', 120, 1, 3600) * 1000;
+  const operatorImagePullTimeoutMs =
+    integer('KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1, 3600) * 1000;
+  const operatorJobTtlSeconds = integer('KILN_OPERATOR_JOB_TTL_SECONDS', 3600, 0, 7 * 24 * 3600);
   if (!DNS_LABEL.test(buildNamespace)) {
     bad(
       'KILN_BUILD_NAMESPACE',
@@ -260,6 +271,9 @@ export function loadConfig(
     role,
     kube,
     buildNamespace,
+    operatorDrainDeadlineMs,
+    operatorImagePullTimeoutMs,
+    operatorJobTtlSeconds,
     runner,
     host,
     port,

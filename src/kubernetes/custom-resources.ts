@@ -62,6 +62,19 @@ export class CustomResources<T extends CustomObject> {
     );
   }
 
+  /**
+   * A merge patch of the status subresource. With `metadata.resourceVersion` in the patch, the
+   * server refuses it (409) when the object changed since: optimistic concurrency.
+   */
+  async mergePatchStatus(namespace: string, name: string, patch: object): Promise<T> {
+    return this.call(() =>
+      this.api.patchNamespacedCustomObjectStatus(
+        { ...this.at(namespace), name, body: patch },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
   /** Deletes with background propagation; true when it existed. */
   async delete(namespace: string, name: string): Promise<boolean> {
     try {

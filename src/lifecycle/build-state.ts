@@ -11,6 +11,7 @@ export const FAILURE_REASONS = [
   'PodDeleted',
   'InvalidSpec',
   'InternalError',
+  'ImagePullFailed',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
@@ -20,6 +21,7 @@ export function isInfrastructureFailure(reason: FailureReason): boolean {
     case 'PodEvicted':
     case 'PodDeleted':
     case 'InternalError':
+    case 'ImagePullFailed':
       return true;
     case 'BuildFailed':
     case 'TimedOut':

@@ -15,7 +15,9 @@ import type { BuildStatus, FailureReason } from './build-state.js';
  */
 export type BuildConfigSnapshot =
   | { form: 'reference'; build_args: Record<string, string> | null }
-  | { form: 'wizard'; manifest: BuildManifest };
+  | { form: 'wizard'; manifest: BuildManifest }
+  /** A Build resource applied with kubectl: its spec is the build's spec. */
+  | { form: 'resource'; namespace: string; name: string; uid: string };
 
 @Entity('builds')
 export class BuildEntity {

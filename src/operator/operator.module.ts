@@ -1,9 +1,16 @@
 import { Module } from '@nestjs/common';
+import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
+import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
+import { LogsModule } from '../logs/logs.module.js';
+import { BuildOperator } from './build-operator.js';
 
 /**
- * The operator's part of the process (KILN_ROLE=operator or all). Empty for now: the reconcile
- * loop, and with it the Kubernetes side of the runner, lands in the next issue. It mounts no HTTP
- * route; the operator role serves only the health probes.
+ * The operator's part of the process (KILN_ROLE=operator or all): the reconcile loop that turns
+ * Build resources into Jobs and their pods' logs into the log store. It mounts no HTTP route.
  */
-@Module({})
+@Module({
+  imports: [KubernetesModule, LifecycleModule, LogsModule],
+  providers: [BuildOperator],
+  exports: [BuildOperator],
+})
 export class OperatorModule {}

@@ -7,6 +7,7 @@ import { ActiveRetry1764115200000 } from './1764115200000-active-retry.js';
 import { ProjectDefaultRegistry1764201600000 } from './1764201600000-project-default-registry.js';
 import { BuildSpec1764288000000 } from './1764288000000-build-spec.js';
 import { BuildLogCounters1764374400000 } from './1764374400000-build-log-counters.js';
+import { ImagePullFailed1764460800000 } from './1764460800000-image-pull-failed.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -21,4 +22,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   ProjectDefaultRegistry1764201600000,
   BuildSpec1764288000000,
   BuildLogCounters1764374400000,
+  ImagePullFailed1764460800000,
 ];

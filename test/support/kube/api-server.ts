@@ -33,6 +33,7 @@ import {
 import {
   applyMerge,
   changedFields,
+  fieldPathText,
   fieldSetOf,
   fromFieldsV1,
   managedEntries,
@@ -1538,11 +1539,7 @@ export class KubeApiServer implements ClusterHost {
             JSON.stringify(valueAt(applied as unknown as Json, path))
         )
           conflicts.push(
-            `conflict with "${e.manager}"${e.operation === 'Update' ? ` using ${e.apiVersion}` : ''}: ${path
-              .replace(/f:/g, '.')
-              .replace(/\/\./g, '.')
-              .replace(/\/k:/g, '[')
-              .replace(/(\[[^\]/]*})/g, '$1]')}`,
+            `conflict with "${e.manager}"${e.operation === 'Update' ? ` using ${e.apiVersion}` : ''}: ${fieldPathText(path)}`,
           );
     }
     if (conflicts.length > 0 && !force)

@@ -54,6 +54,14 @@ export interface ContainerScript {
 export const DEFAULT_EVICTION_MESSAGE =
   'The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 512Mi. Container build was using 10Gi, request is 0, has larger consumption of ephemeral-storage. ';
 
+/** `registry/repo:tag@sha256:…` → `registry/repo` (a port's colon before the last slash stays). */
+export function repositoryOf(image: string): string {
+  const withoutDigest = image.split('@')[0] ?? image;
+  const slash = withoutDigest.lastIndexOf('/');
+  const colon = withoutDigest.lastIndexOf(':');
+  return colon > slash ? withoutDigest.slice(0, colon) : withoutDigest;
+}
+
 /** Line `i` of a numbered script: `line 000042 of 000100`. */
 export const numberedLine = (i: number, n: number): string =>
   `line ${String(i).padStart(6, '0')} of ${String(n).padStart(6, '0')}`;
@@ -196,7 +204,11 @@ export class FakeKubelet {
     this.unsubscribe = host.store.subscribe((event) => this.onEvent(event));
   }
 
-  /** Registers (or replaces) what containers of this exact image reference do. */
+  /**
+   * Registers (or replaces) what containers of an image do: an exact reference, or a repository
+   * without tag or digest (`ghcr.io/osscontainertools/kaniko`), which then applies to every tag
+   * and digest of it unless an exact reference has its own script.
+   */
   script(image: string, script: ContainerScript): this {
     this.scripts.set(image, { ...script });
     return this;
@@ -484,7 +496,7 @@ export class FakeKubelet {
   ): Promise<Termination> {
     const name = str(container.name);
     const image = str(container.image);
-    const script = this.scripts.get(image);
+    const script = this.scripts.get(image) ?? this.scripts.get(repositoryOf(image));
     const startedAt = rfc3339();
     started.set(name, startedAt);
     setState(init, name, {

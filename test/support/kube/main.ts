@@ -1,14 +1,18 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeApiServer } from './api-server.js';
+import type { ContainerScript } from './kubelet.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
 /**
- * `npm run kube:double -- --port 6443 [--tls] [--token t] [--crds dir]...`: the double,
- * standalone, for people. `--tls` serves HTTPS with a CA made at start, and the kubeconfig carries
- * that CA (also written to <kubeconfig>-ca.crt, for curl --cacert).
+ * `npm run kube:double -- --port 6443 [--tls] [--token t] [--crds dir]... [--scripts file]`: the
+ * double, standalone, for people. `--tls` serves HTTPS with a CA made at start, and the kubeconfig
+ * carries that CA (also written to <kubeconfig>-ca.crt, for curl --cacert). `--scripts` names a
+ * JSON object mapping image references (a repository without tag or digest applies to all of its
+ * tags and digests) to what the fake kubelet's containers of that image do (ContainerScript:
+ * `lines`, `linesPerSecond`, `exitCode`, `oomKilled`, `evict`, `hang`, `runMs`, `printCrc`).
  */
 export async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -21,6 +25,7 @@ export async function main(argv: string[]): Promise<void> {
       namespace: { type: 'string', default: 'default' },
       tls: { type: 'boolean', default: false },
       token: { type: 'string' },
+      scripts: { type: 'string' },
       // kubectl's typed commands (`kubectl create namespace`) send protobuf, which the double
       // refuses with 415: name the namespaces here (or `kubectl apply -f` a Namespace as YAML).
       namespaces: { type: 'string', default: 'default,kube-system,kube-public,kube-node-lease' },
@@ -36,6 +41,13 @@ export async function main(argv: string[]): Promise<void> {
     tls: values.tls,
     ...(values.token !== undefined ? { token: values.token } : {}),
   });
+  if (values.scripts !== undefined) {
+    const scripts = JSON.parse(readFileSync(resolve(values.scripts), 'utf8')) as Record<
+      string,
+      ContainerScript
+    >;
+    for (const [image, script] of Object.entries(scripts)) double.kubelet.script(image, script);
+  }
   const path = values.kubeconfig
     ? resolve(values.kubeconfig)
     : join(mkdtempSync(join(tmpdir(), 'kube-double-')), 'kubeconfig');

@@ -8,6 +8,13 @@ import { clone, isObject, type Json, type JsonObject, type KubeObject } from './
  */
 export type FieldSet = Set<string>;
 
+/**
+ * Joins the segments of a field path. Not '/': keys hold slashes (label names such as
+ * `app.kubernetes.io/name`, merge keys such as `k:{"mountPath":"/workspace"}`), and a NUL can
+ * appear in neither a key nor a JSON-encoded merge key.
+ */
+const SEP = '\u0000';
+
 const IGNORED_TOP = new Set(['apiVersion', 'kind']);
 const IGNORED_META = new Set([
   'name',
@@ -38,12 +45,12 @@ function walk(value: Json, path: string[], out: string[], field: string | undefi
       const itemPath = [...path, `k:${JSON.stringify({ [mergeKey]: item[mergeKey] ?? null })}`];
       const rest = { ...item };
       delete rest[mergeKey];
-      if (Object.keys(rest).length === 0) out.push(itemPath.join('/'));
+      if (Object.keys(rest).length === 0) out.push(itemPath.join(SEP));
       else walk(rest, itemPath, out, undefined);
     }
     return;
   }
-  out.push(path.join('/'));
+  out.push(path.join(SEP));
 }
 
 /** The leaf paths of an object, without the fields the server owns. */
@@ -63,10 +70,18 @@ export function fieldSetOf(object: JsonObject, only?: 'status' | 'no-status'): F
   return new Set(out);
 }
 
+/** A field path as the API server prints it in a conflict: `.spec.method`, `.x[{"name":"a"}]`. */
+export function fieldPathText(path: string): string {
+  return path
+    .split(SEP)
+    .map((segment) => (segment.startsWith('f:') ? `.${segment.slice(2)}` : `[${segment.slice(2)}]`))
+    .join('');
+}
+
 /** The value at a field path, or undefined when the object does not have it. */
 export function valueAt(object: Json, path: string): Json | undefined {
   let current: Json | undefined = object;
-  for (const segment of path.split('/')) {
+  for (const segment of path.split(SEP)) {
     if (segment.startsWith('f:'))
       current = isObject(current) ? current[segment.slice(2)] : undefined;
     else {
@@ -83,7 +98,7 @@ export function valueAt(object: Json, path: string): Json | undefined {
 
 /** Removes the field at `path` (a list item with a merge key is removed from its list). */
 export function removeAt(object: JsonObject, path: string): void {
-  const segments = path.split('/');
+  const segments = path.split(SEP);
   let current: Json | undefined = object;
   for (const [i, segment] of segments.entries()) {
     const last = i === segments.length - 1;
@@ -134,7 +149,7 @@ export function toFieldsV1(set: FieldSet): JsonObject {
   const root: JsonObject = {};
   for (const path of [...set].sort()) {
     let node = root;
-    for (const segment of path.split('/')) {
+    for (const segment of path.split(SEP)) {
       const next = node[segment];
       if (isObject(next)) node = next;
       else {
@@ -155,7 +170,7 @@ export function fromFieldsV1(fields: Json | undefined, prefix: string[] = []): F
     const path = [...prefix, segment];
     if (isObject(child) && Object.keys(child).length > 0)
       for (const p of fromFieldsV1(child, path)) out.add(p);
-    else out.add(path.join('/'));
+    else out.add(path.join(SEP));
   }
   return out;
 }

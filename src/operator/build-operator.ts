@@ -1,0 +1,193 @@
+import {
+  Inject,
+  Injectable,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { DEFAULT_JOB_SETTINGS } from '../build-methods/job.js';
+import { LOGGER } from '../common/logger.js';
+import { KilnConfig } from '../config/config.js';
+import { CustomResources } from '../kubernetes/custom-resources.js';
+import { KubeClient } from '../kubernetes/kube-client.js';
+import { KubeLeaseStore } from '../kubernetes/leases.js';
+import { KubeListWatch } from '../kubernetes/list-watch.js';
+import { PodLogs } from '../kubernetes/pod-logs.js';
+import { KubeWorkloads } from '../kubernetes/workloads.js';
+import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
+import { BuildLogsRepository } from '../logs/build-logs.repository.js';
+import { LogSink } from '../logs/log-sink.js';
+import {
+  BUILD_GROUP,
+  BUILD_PLURAL,
+  BUILD_VERSION,
+  type BuildResource,
+  KILN_LABELS,
+  MANAGED_BY_KILN,
+} from './api/build-resource.js';
+import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './build/build-reconciler.js';
+import { Informer } from './runtime/informer.js';
+import { type Elector, type LeaderCallbacks, LeaderElector } from './runtime/leader-election.js';
+import { OperatorRuntime } from './runtime/operator-runtime.js';
+
+/**
+ * The operator of KILN_ROLE=operator|all: informers on the build namespace's Builds and on the
+ * Jobs and Pods kiln made, a work queue of Build keys, and BuildReconciler, while this process
+ * holds the `kiln-operator` Lease. Without a kubeconfig or service account it stays idle and says
+ * so (a laptop's `make run` runs the local runner).
+ */
+@Injectable()
+export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutdown {
+  private runtime: OperatorRuntime | undefined;
+  private reconciler: BuildReconciler | undefined;
+
+  constructor(
+    @Inject(KubeClient) private readonly kube: KubeClient | null,
+    private readonly config: KilnConfig,
+    private readonly lifecycle: BuildLifecycle,
+    private readonly sink: LogSink,
+    private readonly logs: BuildLogsRepository,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** The runtime, for tests that count reconciles. */
+  get operatorRuntime(): OperatorRuntime | undefined {
+    return this.runtime;
+  }
+
+  onApplicationBootstrap(): void {
+    const kube = this.kube;
+    if (kube === null) {
+      this.logger.warn(
+        'operator: no kubeconfig or service account found; the reconcile loop is not running',
+      );
+      return;
+    }
+    const namespace = this.config.buildNamespace;
+    const logger = this.logger.child({ component: 'operator' });
+    const kilnOnly = `${KILN_LABELS.managedBy}=${MANAGED_BY_KILN}`;
+    const builds = new Informer<BuildResource>(
+      KubeListWatch.forClient(kube, {
+        group: BUILD_GROUP,
+        version: BUILD_VERSION,
+        plural: BUILD_PLURAL,
+        namespace,
+      }),
+      { name: 'builds', logger },
+    );
+    const jobs = new Informer<V1Job & { metadata: { name: string } }>(
+      KubeListWatch.forClient(kube, {
+        group: 'batch',
+        version: 'v1',
+        plural: 'jobs',
+        namespace,
+        labelSelector: kilnOnly,
+      }),
+      { name: 'jobs', logger },
+    );
+    const pods = new Informer<V1Pod & { metadata: { name: string } }>(
+      KubeListWatch.forClient(kube, {
+        group: '',
+        version: 'v1',
+        plural: 'pods',
+        namespace,
+        labelSelector: kilnOnly,
+      }),
+      { name: 'pods', logger },
+    );
+    const reconciler = new BuildReconciler({
+      caches: {
+        build: (key) => builds.get(key),
+        job: (ns, name) => jobs.get(`${ns}/${name}`),
+        podOfJob: (ns, job) =>
+          pods
+            .list()
+            .filter((p) => p.metadata.namespace === ns && p.metadata.labels?.['job-name'] === job)
+            .sort(
+              (a, b) =>
+                (a.metadata.deletionTimestamp === undefined ? -1 : 0) -
+                (b.metadata.deletionTimestamp === undefined ? -1 : 0),
+            )[0],
+      },
+      builds: new CustomResources<BuildResource>(kube, BUILD_GROUP, BUILD_VERSION, BUILD_PLURAL),
+      workloads: new KubeWorkloads(kube),
+      lifecycle: this.lifecycle,
+      sink: this.sink,
+      logs: new PodLogs(kube),
+      cursors: this.logs,
+      logger,
+      settings: {
+        ...DEFAULT_RECONCILER_SETTINGS,
+        job: DEFAULT_JOB_SETTINGS,
+        drainDeadlineMs: this.config.operatorDrainDeadlineMs,
+        imagePullTimeoutMs: this.config.operatorImagePullTimeoutMs,
+        ttlSecondsAfterFinished: this.config.operatorJobTtlSeconds,
+      },
+    });
+    const ownerKey = (job: V1Job): string[] => {
+      const owner = job.metadata?.ownerReferences?.find(
+        (o) => o.controller === true && o.kind === 'Build',
+      );
+      return owner === undefined ? [] : [`${job.metadata?.namespace ?? namespace}/${owner.name}`];
+    };
+    const elector = new StoppingElector(
+      new LeaderElector({
+        store: new KubeLeaseStore(kube),
+        namespace,
+        name: 'kiln-operator',
+        logger,
+      }),
+      () => reconciler.stopAll(),
+    );
+    this.reconciler = reconciler;
+    this.runtime = new OperatorRuntime({
+      reconcile: reconciler.reconcile,
+      elector,
+      workers: 4,
+      name: 'builds',
+      logger,
+    })
+      .watch(builds)
+      .watch(jobs, ownerKey)
+      .watch(pods, (pod) => {
+        const job = jobs.get(
+          `${pod.metadata.namespace}/${pod.metadata.labels?.['job-name'] ?? ''}`,
+        );
+        return job === undefined ? [] : ownerKey(job);
+      });
+    this.runtime.start();
+    logger.info({ namespace }, 'operator started: waiting for the lease');
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.runtime?.stop();
+    await this.reconciler?.stopAll();
+  }
+}
+
+/** Stops the reconciler's long-running work (log followers) whenever the term ends. */
+class StoppingElector implements Elector {
+  constructor(
+    private readonly inner: Elector,
+    private readonly onStopped: () => Promise<void>,
+  ) {}
+
+  get isLeader(): boolean {
+    return this.inner.isLeader;
+  }
+
+  start(callbacks: LeaderCallbacks): void {
+    this.inner.start({
+      ...callbacks,
+      onStoppedLeading: async () => {
+        await this.onStopped();
+        await callbacks.onStoppedLeading();
+      },
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.inner.stop();
+  }
+}

@@ -1,0 +1,672 @@
+import type { CoreV1Event, V1Job, V1OwnerReference, V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { buildObjectName, type JobSettings } from '../../build-methods/job.js';
+import { BUILD_METHODS } from '../../build-methods/methods.js';
+import { ConflictError, NotFoundError } from '../../common/errors.js';
+import type { CustomResources } from '../../kubernetes/custom-resources.js';
+import { KubeApiError } from '../../kubernetes/errors.js';
+import type { KubeWorkloads } from '../../kubernetes/workloads.js';
+import type { BuildEntity } from '../../lifecycle/build.entity.js';
+import type { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
+import type { LogSink } from '../../logs/log-sink.js';
+import {
+  BUILD_API_VERSION,
+  BUILD_KIND,
+  type BuildCondition,
+  type BuildResource,
+  type BuildResourceStatus,
+  KILN_LABELS,
+} from '../api/build-resource.js';
+import { buildSpecOf } from '../api/projection.js';
+import type { ReconcileResult } from '../runtime/controller.js';
+import {
+  BuildLogFollower,
+  DEFAULT_LOG_FOLLOWER_OPTIONS,
+  type LogFollowerDeps,
+  type LogFollowerOptions,
+} from './log-follower.js';
+import { type JobOutcome, outcomeOf, pullFailing } from './outcome.js';
+import { containerStates, containersInOrder } from './pod-state.js';
+
+/** Holds a Build until every log stream of its pod is stored. */
+export const LOGS_FINALIZER = 'kiln.dev/logs';
+const FIELD_MANAGER = 'kiln-operator';
+
+/** The cached objects the reconciler reads (informers: never mutated, cloned before a write). */
+export interface ReconcilerCaches {
+  build(key: string): BuildResource | undefined;
+  job(namespace: string, name: string): V1Job | undefined;
+  podOfJob(namespace: string, job: string): V1Pod | undefined;
+}
+
+export interface ReconcilerSettings {
+  readonly job: JobSettings;
+  /** How long a finished build waits for its log streams before a marker says what is missing. */
+  readonly drainDeadlineMs: number;
+  /** How long a builder image may fail to pull before the build fails with ImagePullFailed. */
+  readonly imagePullTimeoutMs: number;
+  /** Set on a build's Job once its logs are stored, so Kubernetes removes it. */
+  readonly ttlSecondsAfterFinished: number;
+  /** How long a cancelled build's log is read on before its Job is deleted. */
+  readonly cancelSettleMs: number;
+  readonly follower: LogFollowerOptions;
+}
+
+export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job'> = {
+  drainDeadlineMs: 120_000,
+  imagePullTimeoutMs: 300_000,
+  ttlSecondsAfterFinished: 3_600,
+  cancelSettleMs: 1_000,
+  follower: DEFAULT_LOG_FOLLOWER_OPTIONS,
+};
+
+export interface ReconcilerDeps {
+  readonly caches: ReconcilerCaches;
+  readonly builds: CustomResources<BuildResource>;
+  readonly workloads: KubeWorkloads;
+  readonly lifecycle: BuildLifecycle;
+  readonly sink: LogSink;
+  readonly logs: LogFollowerDeps['logs'];
+  readonly cursors: LogFollowerDeps['cursors'];
+  readonly logger: Logger;
+  readonly settings: ReconcilerSettings;
+  readonly now?: () => number;
+}
+
+interface Following {
+  readonly follower: BuildLogFollower;
+  readonly pod: string;
+  readonly containers: readonly string[];
+  finished: boolean;
+}
+
+/**
+ * Level-based reconcile of one Build resource (docs/adr/0016-build-reconciler.md): reads the
+ * Build, its record in kiln's database, its Job and pod, and acts on that state, never on the
+ * event that woke it. kiln's database is the record of a build's state (written only through
+ * BuildLifecycle, with conditional transitions); the Build's status mirrors it.
+ *
+ * - A Build applied with kubectl is registered (a record, a build number) under an idempotency
+ *   key made of its uid, so a crash between the insert and the status write registers it once.
+ * - Unsuspended and queued → started; in_progress → its Job exists (created from the method's
+ *   pure jobSpec, owned by the Build; AlreadyExists adopts it), its pod's log is followed, and
+ *   the Job's end is recorded once every log stream is stored (bounded by a drain deadline).
+ * - cancelRequested, a cancelled record or a deleted Build → the log read on briefly, then the
+ *   Job deleted; the finalizer goes once nothing is left to read.
+ */
+export class BuildReconciler {
+  private readonly following = new Map<string, Following>();
+  private readonly drainingSince = new Map<string, number>();
+  private readonly cancellingSince = new Map<string, number>();
+  private readonly pullFailingSince = new Map<string, number>();
+  private readonly podsSeen = new Set<string>();
+  private readonly now: () => number;
+
+  constructor(private readonly deps: ReconcilerDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Stops every log follower without a marker (lost lease, shutdown): the next leader resumes. */
+  async stopAll(): Promise<void> {
+    const all = [...this.following.values()];
+    this.following.clear();
+    await Promise.all(all.map((f) => f.follower.stop()));
+  }
+
+  readonly reconcile = async (
+    key: string,
+    signal: AbortSignal,
+  ): Promise<ReconcileResult | void> => {
+    try {
+      return await this.reconcileOnce(key, signal);
+    } catch (error) {
+      // A write against a version the cache had not caught up with (often our own last write):
+      // look again once the cache has the new version. Not an error, no growing backoff.
+      if (error instanceof KubeApiError && error.status === 409) return { requeueAfterMs: 100 };
+      throw error;
+    }
+  };
+
+  private async reconcileOnce(key: string, signal: AbortSignal): Promise<ReconcileResult | void> {
+    const cached = this.deps.caches.build(key);
+    if (cached === undefined) return;
+    const resource = structuredClone(cached);
+    let record = await this.recordOf(resource);
+    if (signal.aborted) return;
+    if (record === undefined) return this.unrecorded(resource);
+
+    const deleting = resource.metadata.deletionTimestamp !== undefined;
+    const cancelWanted =
+      resource.spec.cancelRequested === true || record.status === 'cancelled' || deleting;
+
+    if (record.status === 'queued') {
+      if (deleting) return this.release(resource);
+      if (resource.spec.suspend === true || cancelWanted) return this.mirror(resource, record);
+      record = await this.transition(record, () =>
+        this.deps.lifecycle.start(record!.tenantId, record!.id),
+      );
+    }
+    if (record.status === 'in_progress' && cancelWanted) {
+      const reason =
+        resource.spec.cancelReason ?? (deleting ? 'the Build resource was deleted' : null);
+      record = await this.transition(record, () =>
+        this.deps.lifecycle.cancel(record!.tenantId, record!.id, reason),
+      );
+    }
+    if (signal.aborted) return;
+    switch (record.status) {
+      case 'queued':
+        return this.mirror(resource, record);
+      case 'in_progress':
+        return this.run(resource, record);
+      case 'cancelled':
+        return this.cancelled(resource, record);
+      case 'success':
+      case 'failed':
+        return this.ended(resource, record);
+    }
+  }
+
+  // ---- registration -----------------------------------------------------------------------
+
+  private async recordOf(resource: BuildResource): Promise<BuildEntity | undefined> {
+    const id = resource.status?.buildId ?? this.apiBuildId(resource);
+    return id === undefined ? undefined : this.deps.lifecycle.find(id);
+  }
+
+  /** A Build the API wrote is named after its build id and labelled with it. */
+  private apiBuildId(resource: BuildResource): string | undefined {
+    const label = resource.metadata.labels?.[KILN_LABELS.buildId];
+    return label !== undefined && label === resource.metadata.name ? label : undefined;
+  }
+
+  private async unrecorded(resource: BuildResource): Promise<ReconcileResult | void> {
+    if (resource.metadata.deletionTimestamp !== undefined) return this.release(resource);
+    if (this.apiBuildId(resource) !== undefined || resource.status?.buildId !== undefined) {
+      // Its build was deleted through the API (which deletes the resource too; that failed).
+      await this.deps.builds.delete(this.namespaceOf(resource), resource.metadata.name);
+      return;
+    }
+    if (resource.status?.failureReason === 'InvalidSpec') return; // refused before: permanent
+    return this.register(resource);
+  }
+
+  private async register(resource: BuildResource): Promise<ReconcileResult | void> {
+    const spec = buildSpecOf(resource);
+    const uid = resource.metadata.uid ?? resource.metadata.name;
+    let created: BuildEntity;
+    try {
+      ({ build: created } = await this.deps.lifecycle.create({
+        tenantId: resource.spec.tenantId,
+        projectId: resource.spec.projectId,
+        gitBranch: spec.source.branch,
+        gitCommit: spec.source.commit,
+        method: spec.form === 'reference' ? null : spec.method,
+        config: {
+          form: 'resource',
+          namespace: this.namespaceOf(resource),
+          name: resource.metadata.name,
+          uid,
+        },
+        spec,
+        idempotencyKey: `kubernetes:${uid}`,
+        requestHash: `kubernetes:${uid}`,
+      }));
+    } catch (error) {
+      if (!(error instanceof NotFoundError || error instanceof ConflictError)) throw error;
+      const message =
+        error instanceof NotFoundError
+          ? `tenant ${resource.spec.tenantId} has no project ${resource.spec.projectId}`
+          : error.message;
+      await this.writeStatus(resource, {
+        state: 'failed',
+        failureReason: 'InvalidSpec',
+        message,
+        conditions: [this.condition(resource, 'False', 'InvalidSpec', message)],
+      });
+      await this.event(resource, 'Warning', 'InvalidSpec', message);
+      return;
+    }
+    await this.event(
+      resource,
+      'Normal',
+      'Registered',
+      `registered as build ${created.buildNumber} (${created.id})`,
+    );
+    return this.mirror(resource, created);
+  }
+
+  // ---- running ----------------------------------------------------------------------------
+
+  private async run(resource: BuildResource, record: BuildEntity): Promise<ReconcileResult | void> {
+    const namespace = this.namespaceOf(resource);
+    const jobName = buildObjectName(record.id);
+    if (!(await this.ensureFinalizer(resource))) return { requeueAfterMs: 100 };
+    let job = this.deps.caches.job(namespace, jobName);
+    if (job === undefined) {
+      const created = await this.createJob(resource, record);
+      if (created === 'refused') return;
+      if (created === 'exists') return { requeueAfterMs: 500 }; // the cache catches up
+      job = created;
+    }
+    const owner = job.metadata?.ownerReferences?.find((o) => o.controller === true);
+    if (owner !== undefined && owner.uid !== resource.metadata.uid) {
+      const message = `Job ${jobName} belongs to another Build (uid ${owner.uid}); kiln will not adopt it`;
+      await this.event(resource, 'Warning', 'JobConflict', message);
+      await this.mirror(resource, record, { message });
+      return { requeueAfterMs: 30_000 };
+    }
+
+    const pod = this.deps.caches.podOfJob(namespace, jobName);
+    if (pod !== undefined) this.podsSeen.add(record.id);
+    const following = this.follow(record, namespace, pod);
+    this.trackPull(record.id, pod);
+
+    const outcome = outcomeOf(job, pod, {
+      nowMs: this.now(),
+      pullFailingSinceMs: this.pullFailingSince.get(record.id),
+      imagePullTimeoutMs: this.deps.settings.imagePullTimeoutMs,
+      podSeen: this.podsSeen.has(record.id),
+      timeoutSeconds: record.spec.timeoutSeconds,
+    });
+    if (outcome === undefined) {
+      await this.mirror(resource, record, { jobName, podName: pod?.metadata?.name });
+      return this.pullFailingSince.has(record.id) ? { requeueAfterMs: 5_000 } : undefined;
+    }
+    // Record the end only once every line is stored: a live stream closes at the final status.
+    if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
+    const ended = await this.transition(record, () => this.record(record, outcome));
+    return this.ended(resource, ended);
+  }
+
+  private async createJob(
+    resource: BuildResource,
+    record: BuildEntity,
+  ): Promise<V1Job | 'exists' | 'refused'> {
+    const namespace = this.namespaceOf(resource);
+    const name = buildObjectName(record.id);
+    const translation = BUILD_METHODS[record.spec.method].jobSpec(record.spec, {
+      buildId: record.id,
+      tenantId: record.tenantId,
+      projectId: record.projectId,
+      buildNumber: record.buildNumber,
+      namespace,
+      settings: this.deps.settings.job,
+      configMapName: name,
+      ...(resource.spec.output?.credentialsSecret === undefined
+        ? {}
+        : { credentialsSecret: resource.spec.output.credentialsSecret }),
+    });
+    if (translation.kind === 'unsupported') {
+      const failed = await this.transition(record, () =>
+        this.deps.lifecycle.fail(record.id, 'InvalidSpec', translation.reason),
+      );
+      await this.event(resource, 'Warning', 'InvalidSpec', translation.reason);
+      await this.ended(resource, failed);
+      return 'refused';
+    }
+    if (translation.configMap !== undefined) {
+      await ignoreExists(this.deps.workloads.createConfigMap(namespace, translation.configMap));
+    }
+    const job: V1Job = {
+      ...translation.job,
+      metadata: { ...translation.job.metadata, ownerReferences: [this.ownerOf(resource)] },
+    };
+    let created: V1Job;
+    try {
+      created = await this.deps.workloads.createJob(namespace, job);
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 409) return 'exists';
+      throw error;
+    }
+    if (translation.configMap !== undefined && created.metadata?.uid !== undefined) {
+      await this.deps.workloads.patchConfigMap(namespace, name, {
+        metadata: {
+          ownerReferences: [
+            {
+              apiVersion: 'batch/v1',
+              kind: 'Job',
+              name,
+              uid: created.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+      });
+    }
+    if (translation.notes.length > 0) {
+      await this.deps.sink.append(
+        record.id,
+        translation.notes.map((text) => ({ text: `[kiln] ${text}`, container: 'kiln' })),
+      );
+    }
+    await this.event(resource, 'Normal', 'JobCreated', `created Job ${name}`);
+    return created;
+  }
+
+  private follow(
+    record: BuildEntity,
+    namespace: string,
+    pod: V1Pod | undefined,
+  ): Following | undefined {
+    let following = this.following.get(record.id);
+    const podName = pod?.metadata?.name;
+    if (following === undefined && pod !== undefined && podName !== undefined) {
+      const follower = new BuildLogFollower(
+        {
+          logs: this.deps.logs,
+          sink: this.deps.sink,
+          cursors: this.deps.cursors,
+          logger: this.deps.logger,
+        },
+        {
+          buildId: record.id,
+          namespace,
+          pod: podName,
+          containers: containersInOrder(pod).map((name) => ({
+            name,
+            ...(name === 'build' ? { format: 'kaniko' as const } : {}),
+          })),
+        },
+        this.deps.settings.follower,
+      );
+      const entry: Following = {
+        follower,
+        pod: podName,
+        containers: containersInOrder(pod),
+        finished: false,
+      };
+      void follower.done.finally(() => {
+        entry.finished = true;
+      });
+      this.following.set(record.id, entry);
+      following = entry;
+    }
+    // A pod of another name is not the one followed: for the follower, its pod is gone.
+    following?.follower.observe(
+      containerStates(podName === following.pod ? pod : undefined, following.containers),
+    );
+    return following;
+  }
+
+  /** True once the build's log streams are stored (or the drain deadline wrote its marker). */
+  private async drained(
+    record: BuildEntity,
+    following: Following | undefined,
+    podGone: boolean,
+  ): Promise<boolean> {
+    if (following === undefined || following.finished) return true;
+    const since = this.drainingSince.get(record.id) ?? this.now();
+    this.drainingSince.set(record.id, since);
+    if (podGone || this.now() - since >= this.deps.settings.drainDeadlineMs) {
+      await following.follower.abandon(
+        podGone
+          ? 'the pod was deleted before its log was read'
+          : `the log was not read to its end within ${Math.round(this.deps.settings.drainDeadlineMs / 1000)} s of the build's end`,
+      );
+      return true;
+    }
+    return false;
+  }
+
+  private record(record: BuildEntity, outcome: JobOutcome): Promise<BuildEntity> {
+    if (outcome.kind === 'success') return this.deps.lifecycle.succeed(record.id);
+    // A termination message holds the last lines of the log: masked like the log.
+    const message = this.deps.sink.maskText(record.id, outcome.message);
+    return this.deps.lifecycle.fail(record.id, outcome.reason, message);
+  }
+
+  // ---- ending -----------------------------------------------------------------------------
+
+  private async cancelled(
+    resource: BuildResource,
+    record: BuildEntity,
+  ): Promise<ReconcileResult | void> {
+    const namespace = this.namespaceOf(resource);
+    const jobName = buildObjectName(record.id);
+    const job = this.deps.caches.job(namespace, jobName);
+    const following = this.following.get(record.id);
+    if (job !== undefined && following !== undefined && !following.finished) {
+      // Lines printed up to the cancel are being read: give them a moment, then stop reading.
+      const since = this.cancellingSince.get(record.id) ?? this.now();
+      this.cancellingSince.set(record.id, since);
+      if (this.now() - since < this.deps.settings.cancelSettleMs) return { requeueAfterMs: 200 };
+      await following.follower.stop();
+    }
+    if (job !== undefined) await this.deps.workloads.deleteJob(namespace, jobName);
+    this.forget(record.id);
+    await this.mirror(resource, record);
+    await this.release(resource);
+  }
+
+  private async ended(
+    resource: BuildResource,
+    record: BuildEntity,
+  ): Promise<ReconcileResult | void> {
+    const namespace = this.namespaceOf(resource);
+    const jobName = buildObjectName(record.id);
+    const job = this.deps.caches.job(namespace, jobName);
+    const pod = this.deps.caches.podOfJob(namespace, jobName);
+    // A build that ended while this operator was away: read what its pod still holds.
+    const following = this.follow(record, namespace, pod);
+    if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
+    if (job !== undefined && job.spec?.ttlSecondsAfterFinished === undefined) {
+      await this.deps.workloads.patchJob(namespace, jobName, {
+        spec: { ttlSecondsAfterFinished: this.deps.settings.ttlSecondsAfterFinished },
+      });
+    }
+    this.forget(record.id);
+    await this.mirror(resource, record, job === undefined ? {} : { jobName });
+    await this.release(resource);
+  }
+
+  private forget(buildId: string): void {
+    this.following.delete(buildId);
+    this.drainingSince.delete(buildId);
+    this.cancellingSince.delete(buildId);
+    this.pullFailingSince.delete(buildId);
+    this.podsSeen.delete(buildId);
+  }
+
+  private trackPull(buildId: string, pod: V1Pod | undefined): void {
+    if (!pullFailing(pod)) this.pullFailingSince.delete(buildId);
+    else if (!this.pullFailingSince.has(buildId)) this.pullFailingSince.set(buildId, this.now());
+  }
+
+  /** Runs a lifecycle transition; when another writer won, the record as it is now. */
+  private async transition(
+    record: BuildEntity,
+    change: () => Promise<BuildEntity>,
+  ): Promise<BuildEntity> {
+    try {
+      return await change();
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+      const now = await this.deps.lifecycle.find(record.id);
+      if (now === undefined) throw error;
+      return now;
+    }
+  }
+
+  // ---- the Build's metadata and status ---------------------------------------------------
+
+  private async ensureFinalizer(resource: BuildResource): Promise<boolean> {
+    const finalizers = resource.metadata.finalizers ?? [];
+    if (finalizers.includes(LOGS_FINALIZER)) return true;
+    await this.deps.builds.mergePatch(this.namespaceOf(resource), resource.metadata.name, {
+      metadata: {
+        resourceVersion: resource.metadata.resourceVersion,
+        finalizers: [...finalizers, LOGS_FINALIZER],
+      },
+    });
+    return false; // the cache brings the new version; reconcile again from it
+  }
+
+  private async release(resource: BuildResource): Promise<void> {
+    const finalizers = resource.metadata.finalizers ?? [];
+    if (!finalizers.includes(LOGS_FINALIZER)) return;
+    try {
+      await this.deps.builds.mergePatch(this.namespaceOf(resource), resource.metadata.name, {
+        metadata: {
+          resourceVersion: resource.metadata.resourceVersion,
+          finalizers: finalizers.filter((f) => f !== LOGS_FINALIZER),
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+    }
+  }
+
+  /** Writes the status the record says, through /status, only when it changed. */
+  private async mirror(
+    resource: BuildResource,
+    record: BuildEntity,
+    extra: { jobName?: string; podName?: string | undefined; message?: string } = {},
+  ): Promise<void> {
+    const [status, reason] = conditionOf(record);
+    const message = extra.message ?? record.errorMessage ?? record.cancelReason ?? '';
+    const desired: BuildResourceStatus = {
+      state: record.status,
+      buildId: record.id,
+      buildNumber: record.buildNumber,
+      ...(extra.jobName === undefined ? {} : { jobName: extra.jobName }),
+      ...(extra.podName === undefined ? {} : { podName: extra.podName }),
+      ...(record.startedAt === null ? {} : { startedAt: record.startedAt.toISOString() }),
+      ...(record.completedAt === null ? {} : { completedAt: record.completedAt.toISOString() }),
+      ...(message === '' ? {} : { message }),
+      ...(record.failureReason === null ? {} : { failureReason: record.failureReason }),
+      ...(record.progressTotal === null
+        ? {}
+        : { progress: { current: record.progressCurrent ?? 0, total: record.progressTotal } }),
+      conditions: [this.condition(resource, status, reason, message)],
+    };
+    await this.writeStatus(resource, desired);
+  }
+
+  private async writeStatus(resource: BuildResource, desired: BuildResourceStatus): Promise<void> {
+    const current = resource.status ?? {};
+    const next: BuildResourceStatus = {
+      ...current,
+      ...desired,
+      observedGeneration: resource.metadata.generation ?? 0,
+    };
+    if (sameStatus(current, next)) return;
+    await this.deps.builds.mergePatchStatus(this.namespaceOf(resource), resource.metadata.name, {
+      metadata: { resourceVersion: resource.metadata.resourceVersion },
+      status: next,
+    });
+  }
+
+  private condition(
+    resource: BuildResource,
+    status: BuildCondition['status'],
+    reason: string,
+    message: string,
+  ): BuildCondition {
+    const previous = resource.status?.conditions?.find((c) => c.type === 'Succeeded');
+    const unchanged = previous?.status === status && previous.reason === reason;
+    return {
+      type: 'Succeeded',
+      status,
+      reason,
+      message,
+      lastTransitionTime:
+        unchanged && previous !== undefined
+          ? previous.lastTransitionTime
+          : new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      observedGeneration: resource.metadata.generation ?? 0,
+    };
+  }
+
+  private ownerOf(resource: BuildResource): V1OwnerReference {
+    return {
+      apiVersion: BUILD_API_VERSION,
+      kind: BUILD_KIND,
+      name: resource.metadata.name,
+      uid: resource.metadata.uid ?? '',
+      controller: true,
+      blockOwnerDeletion: true,
+    };
+  }
+
+  private async event(
+    resource: BuildResource,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const namespace = this.namespaceOf(resource);
+    const now = new Date(this.now());
+    const event: CoreV1Event = {
+      metadata: { generateName: `${resource.metadata.name}.`, namespace },
+      involvedObject: {
+        apiVersion: BUILD_API_VERSION,
+        kind: BUILD_KIND,
+        name: resource.metadata.name,
+        namespace,
+        ...(resource.metadata.uid === undefined ? {} : { uid: resource.metadata.uid }),
+      },
+      type,
+      reason,
+      message: message.slice(0, 1024),
+      source: { component: FIELD_MANAGER },
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    await this.deps.workloads
+      .createEvent(namespace, event)
+      .catch((error: unknown) =>
+        this.deps.logger.warn(
+          { err: error, build: resource.metadata.name },
+          'could not write an Event',
+        ),
+      );
+  }
+
+  private namespaceOf(resource: BuildResource): string {
+    return resource.metadata.namespace ?? 'default';
+  }
+}
+
+function conditionOf(record: BuildEntity): [BuildCondition['status'], string] {
+  switch (record.status) {
+    case 'queued':
+      return ['Unknown', 'Queued'];
+    case 'in_progress':
+      return ['Unknown', 'Running'];
+    case 'success':
+      return ['True', 'Succeeded'];
+    case 'failed':
+      return ['False', record.failureReason ?? 'BuildFailed'];
+    case 'cancelled':
+      return ['False', 'Cancelled'];
+  }
+}
+
+/** Equal, ignoring a lastTransitionTime that differs only because nothing transitioned. */
+function sameStatus(a: BuildResourceStatus, b: BuildResourceStatus): boolean {
+  return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
+}
+
+function sorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sorted);
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .map(([k, v]) => [k, sorted(v)]),
+    );
+  }
+  return value;
+}
+
+async function ignoreExists(write: Promise<unknown>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.status === 409)) throw error;
+  }
+}

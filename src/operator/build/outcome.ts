@@ -1,0 +1,112 @@
+import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
+import type { FailureReason } from '../../lifecycle/build-state.js';
+
+/** How a build's Job ended, read from the Job and its pod (pure). */
+export type JobOutcome =
+  | { readonly kind: 'success' }
+  | { readonly kind: 'failed'; readonly reason: FailureReason; readonly message: string };
+
+const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName']);
+/** Termination messages are bounded by the kubelet (4 KiB); kiln keeps the tail of that. */
+const MESSAGE_MAX = 2_000;
+
+/**
+ * The outcome of a build's Job, or undefined while it runs. `pullFailingSinceMs` is when the
+ * reconciler first saw the builder image failing to pull (the caller tracks it across reconciles):
+ * past `imagePullTimeoutMs` that is ImagePullFailed. `podSeen` says a pod of the Job existed: a
+ * failed Job without its pod then means the pod was deleted.
+ */
+export function outcomeOf(
+  job: V1Job,
+  pod: V1Pod | undefined,
+  facts: {
+    readonly nowMs: number;
+    readonly pullFailingSinceMs: number | undefined;
+    readonly imagePullTimeoutMs: number;
+    readonly podSeen: boolean;
+    readonly timeoutSeconds: number;
+  },
+): JobOutcome | undefined {
+  const conditions = job.status?.conditions ?? [];
+  const holds = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
+  if (holds('Complete') !== undefined) return { kind: 'success' };
+  const failed = holds('Failed');
+
+  if (failed?.reason === 'DeadlineExceeded') {
+    return {
+      kind: 'failed',
+      reason: 'TimedOut',
+      message: `the build ran longer than its timeout of ${facts.timeoutSeconds} s and was stopped`,
+    };
+  }
+  if (pod?.status?.reason === 'Evicted') {
+    return {
+      kind: 'failed',
+      reason: 'PodEvicted',
+      message: `the build's pod was evicted: ${pod.status.message ?? 'no reason given'}`.trim(),
+    };
+  }
+  const statuses = [
+    ...(pod?.status?.initContainerStatuses ?? []),
+    ...(pod?.status?.containerStatuses ?? []),
+  ];
+  const oom = statuses.find((s) => s.state?.terminated?.reason === 'OOMKilled');
+  if (oom !== undefined) {
+    return {
+      kind: 'failed',
+      reason: 'OutOfMemory',
+      message: `container ${oom.name} ran out of memory (OOMKilled); give the build more memory`,
+    };
+  }
+  const exited = statuses.find((s) => (s.state?.terminated?.exitCode ?? 0) !== 0);
+  if (exited !== undefined) {
+    return { kind: 'failed', reason: 'BuildFailed', message: exitMessage(exited) };
+  }
+  const pulling = statuses.find((s) => PULL_FAILURES.has(s.state?.waiting?.reason ?? ''));
+  if (
+    pulling !== undefined &&
+    facts.pullFailingSinceMs !== undefined &&
+    facts.nowMs - facts.pullFailingSinceMs >= facts.imagePullTimeoutMs
+  ) {
+    return {
+      kind: 'failed',
+      reason: 'ImagePullFailed',
+      message: `image ${pulling.image} of container ${pulling.name} could not be pulled: ${
+        pulling.state?.waiting?.message ?? pulling.state?.waiting?.reason ?? ''
+      }`.trim(),
+    };
+  }
+  if (failed !== undefined) {
+    if (pod === undefined && facts.podSeen) {
+      return {
+        kind: 'failed',
+        reason: 'PodDeleted',
+        message: "the build's pod was deleted before it finished",
+      };
+    }
+    return {
+      kind: 'failed',
+      reason: 'BuildFailed',
+      message: failed.message ?? failed.reason ?? 'the Job failed',
+    };
+  }
+  return undefined;
+}
+
+/** Whether a container of the pod is failing to pull its image right now. */
+export function pullFailing(pod: V1Pod | undefined): boolean {
+  return [
+    ...(pod?.status?.initContainerStatuses ?? []),
+    ...(pod?.status?.containerStatuses ?? []),
+  ].some((s) => PULL_FAILURES.has(s.state?.waiting?.reason ?? ''));
+}
+
+function exitMessage(status: V1ContainerStatus): string {
+  const terminated = status.state?.terminated;
+  const code = terminated?.exitCode ?? 1;
+  const detail = (terminated?.message ?? '').trim();
+  const head = `container ${status.name} exited with code ${code}`;
+  if (detail === '') return head;
+  const tail = detail.length > MESSAGE_MAX ? detail.slice(-MESSAGE_MAX) : detail;
+  return `${head}: ${tail}`;
+}

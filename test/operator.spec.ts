@@ -1,0 +1,282 @@
+import type { V1Job } from '@kubernetes/client-node';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KANIKO_IMAGE } from '../src/build-methods/images.js';
+import { LOGS_FINALIZER } from '../src/operator/build/build-reconciler.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { ApiClient, wizardManifest } from './support/builds.js';
+import { jsonOf } from './support/http.js';
+import { KubeApiServer } from './support/kube/api-server.js';
+import { writeKubeconfig } from './support/kube/kubeconfig.js';
+import { type ContainerScript, numberedLine } from './support/kube/kubelet.js';
+import { LogStreamClient } from './support/log-stream-client.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const NS = 'kiln-builds';
+const BUILDS = ['kiln.dev/v1alpha1', 'builds'] as const;
+
+/**
+ * The operator end to end, in one process with the API (KILN_ROLE=all, KILN_RUNNER=kubernetes),
+ * against the Kubernetes API server double over HTTP: its Job controller makes the pods and its
+ * kubelet runs them by per-image scripts. Real Postgres, real HTTP and WebSocket clients.
+ */
+describe('the operator', () => {
+  let cluster: KubeApiServer;
+  let dir: string;
+  let kiln: TestApp;
+  let seeded: Seeded;
+  let admin: ApiClient;
+  let token: string;
+
+  beforeAll(async () => {
+    cluster = await KubeApiServer.start({ crdDirectories: ['crds'], namespaces: ['default', NS] });
+    dir = mkdtempSync(join(tmpdir(), 'kiln-operator-'));
+    kiln = await startTestApp({
+      env: {
+        KILN_RUNNER: 'kubernetes',
+        KUBECONFIG: writeKubeconfig(join(dir, 'kubeconfig'), cluster.url, NS),
+        KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS: '1',
+        KILN_OPERATOR_DRAIN_DEADLINE_SECONDS: '5',
+      },
+    });
+    seeded = await seedTenancy(kiln);
+    token = await tokenFor(kiln.baseUrl, seeded.users.admin.email);
+    admin = new ApiClient(kiln, token, seeded.tenantA);
+  });
+
+  afterAll(async () => {
+    await kiln.close();
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  afterEach(() => cluster.kubelet.clearScripts());
+
+  const builder = (script: ContainerScript) => cluster.kubelet.script(KANIKO_IMAGE, script);
+  const resource = (name: string) =>
+    cluster.objects(...BUILDS, NS).find((b) => b.metadata.name === name) as
+      Record<string, any> | undefined;
+  const jobOf = (id: string) =>
+    (cluster.objects('batch/v1', 'jobs', NS) as V1Job[]).find(
+      (j) => j.metadata?.name === `kiln-${id}`,
+    );
+
+  async function until<T>(
+    what: string,
+    probe: () => Promise<T | undefined> | T | undefined,
+    ms = 20_000,
+  ): Promise<T> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((done) => setTimeout(done, 50));
+    }
+  }
+
+  async function ended(id: string): Promise<Record<string, any>> {
+    return until(`build ${id} to end`, async () => {
+      const build = await jsonOf(await admin.request('GET', `/builds/${id}`));
+      return ['success', 'failed', 'cancelled'].includes(build.status) ? build : undefined;
+    });
+  }
+
+  async function started(manifest: Record<string, unknown>): Promise<string> {
+    const created = await admin.request('POST', '/builds', {
+      tenant_id: seeded.tenantA,
+      project_id: seeded.projectA,
+      manifest,
+    });
+    expect(created.status).toBe(201);
+    const id = (await jsonOf(created)).data.id as string;
+    expect((await admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
+    return id;
+  }
+
+  async function logLines(id: string): Promise<Array<Record<string, any>>> {
+    const page = await jsonOf(await admin.request('GET', `/builds/${id}/logs?limit=1000`));
+    return page.logs;
+  }
+
+  const failureReasonOf = async (id: string): Promise<string> =>
+    (await kiln.dataSource.query('SELECT failure_reason FROM builds WHERE id = $1', [id]))[0]
+      .failure_reason;
+
+  it.each(['kaniko', 'container'] as const)(
+    'runs a %s build: Job from the method, every printed line stored in order and seen live, success',
+    async (method) => {
+      const n = 300;
+      builder({ lines: n, linesPerSecond: 600 });
+      const manifest = wizardManifest(method);
+      if (method === 'container') {
+        manifest['base_image'] = 'alpine:3.20';
+        manifest['instructions'] = ['RUN echo hi'];
+      }
+      const id = await started(manifest);
+      const live = new LogStreamClient(
+        `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
+        { headers: { authorization: `Bearer ${token}`, 'x-tenant-id': seeded.tenantA } },
+      );
+      await live.opened;
+
+      const build = await ended(id);
+
+      expect(build.status).toBe('success');
+      const job = jobOf(id)!;
+      expect(job.metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Build', name: id, controller: true }),
+      ]);
+      expect(job.spec?.backoffLimit).toBe(0);
+      expect(job.spec?.template.spec?.containers[0]?.image).toBe(KANIKO_IMAGE);
+      // Set once the logs are stored, right after the outcome.
+      await until('the Job TTL', () => jobOf(id)?.spec?.ttlSecondsAfterFinished);
+      expect(jobOf(id)?.spec?.ttlSecondsAfterFinished).toBe(3600);
+      const printed = Array.from({ length: n }, (_, i) => numberedLine(i + 1, n));
+      const stored = (await logLines(id)).filter((l) => l.metadata?.container === 'build');
+      expect(stored.map((l) => l.message)).toEqual(printed);
+      expect(await live.closed).toEqual({ code: 1000, reason: 'success' });
+      expect(
+        live.messages.filter((m) => m.metadata?.container === 'build').map((m) => m.message),
+      ).toEqual(printed);
+      await until('the finalizer to go', () =>
+        resource(id)?.metadata.finalizers?.includes(LOGS_FINALIZER) === false ? true : undefined,
+      );
+      expect(resource(id)?.status).toMatchObject({
+        state: 'success',
+        buildNumber: build.build_number,
+        conditions: [expect.objectContaining({ type: 'Succeeded', status: 'True' })],
+      });
+    },
+  );
+
+  it.each<[string, ContainerScript, string, RegExp]>([
+    [
+      'a failing step',
+      { lines: ['ERROR: step 3 failed'], exitCode: 2 },
+      'BuildFailed',
+      /exited with code 2/,
+    ],
+    ['an OOM kill', { lines: 5, oomKilled: true }, 'OutOfMemory', /ran out of memory/],
+    ['an eviction', { lines: 5, evict: true }, 'PodEvicted', /evicted/],
+  ])('fails on %s with its reason and keeps the log', async (_name, script, reason, message) => {
+    builder(script);
+    const id = await started(wizardManifest('kaniko'));
+
+    const build = await ended(id);
+
+    expect(build.status).toBe('failed');
+    expect(build.error_message).toMatch(message);
+    expect(await failureReasonOf(id)).toBe(reason);
+    await until('the status', () => (resource(id)?.status?.state === 'failed' ? true : undefined));
+    expect(resource(id)?.status).toMatchObject({ state: 'failed', failureReason: reason });
+  });
+
+  it('fails a build that outlives its timeout with TimedOut', async () => {
+    builder({ hang: true, lines: ['working'] });
+    const created = await admin.request('POST', '/builds', {
+      tenant_id: seeded.tenantA,
+      project_id: seeded.projectA,
+      manifest: wizardManifest('kaniko'),
+    });
+    const id = (await jsonOf(created)).data.id as string;
+    // The timeout is captured in the spec at create (KILN_BUILD_TIMEOUT_SECONDS): shorten it.
+    await kiln.dataSource.query(
+      `UPDATE builds SET spec = jsonb_set(spec, '{timeoutSeconds}', '1') WHERE id = $1`,
+      [id],
+    );
+    await admin.request('POST', `/builds/${id}/start`);
+
+    const build = await ended(id);
+
+    expect(build.status).toBe('failed');
+    expect(build.error_message).toBe(
+      'the build ran longer than its timeout of 1 s and was stopped',
+    );
+    expect(jobOf(id)?.spec?.activeDeadlineSeconds).toBe(1);
+    expect(await failureReasonOf(id)).toBe('TimedOut');
+    expect((await logLines(id)).map((l) => l.message)).toContain('working');
+  });
+
+  it('cancels a running build: lines printed before the cancel kept, the Job deleted', async () => {
+    builder({ lines: 100_000, linesPerSecond: 200 });
+    const id = await started(wizardManifest('kaniko'));
+    await until('lines', async () => ((await logLines(id)).length >= 20 ? true : undefined));
+
+    const cancelled = await admin.request('POST', `/builds/${id}/cancel`, { reason: 'enough' });
+
+    expect(cancelled.status).toBe(200);
+    await until('the Job to be deleted', () => (jobOf(id) === undefined ? true : undefined));
+    const lines = (await logLines(id)).filter((l) => l.metadata?.container === 'build');
+    expect(lines.length).toBeGreaterThanOrEqual(20);
+    expect(lines.map((l) => l.message)).toEqual(lines.map((_, i) => numberedLine(i + 1, 100_000)));
+    expect((await jsonOf(await admin.request('GET', `/builds/${id}`))).status).toBe('cancelled');
+  });
+
+  it('registers a Build applied without the API, runs it and lists it with a number', async () => {
+    builder({ lines: 10 });
+    const name = 'applied-by-hand';
+    cluster.seed({
+      apiVersion: 'kiln.dev/v1alpha1',
+      kind: 'Build',
+      metadata: { name, namespace: NS },
+      spec: {
+        tenantId: seeded.tenantA,
+        projectId: seeded.projectA,
+        method: 'kaniko',
+        form: 'wizard',
+        config: { dockerfile: 'FROM scratch\n' },
+        output: { image: 'registry.example.com/team/app', tags: ['v1'] },
+      },
+    });
+
+    const buildId = await until(
+      'registration',
+      () => resource(name)?.status?.buildId as string | undefined,
+    );
+    const build = await ended(buildId);
+
+    expect(build.status).toBe('success');
+    const listed = await jsonOf(await admin.request('GET', '/builds?limit=100'));
+    expect(listed.builds.map((b: any) => b.id)).toContain(buildId);
+    await until('the status', () =>
+      resource(name)?.status?.state === 'success' ? true : undefined,
+    );
+    expect(resource(name)?.status).toMatchObject({
+      state: 'success',
+      buildNumber: build.build_number,
+    });
+  });
+
+  it('refuses a Build naming a project the tenant does not have, with InvalidSpec', async () => {
+    const name = 'unknown-project';
+    cluster.seed({
+      apiVersion: 'kiln.dev/v1alpha1',
+      kind: 'Build',
+      metadata: { name, namespace: NS },
+      spec: {
+        tenantId: seeded.tenantA,
+        projectId: seeded.projectB,
+        method: 'kaniko',
+        config: { dockerfile: 'FROM scratch\n' },
+        output: { image: 'registry.example.com/team/app', tags: ['v1'] },
+      },
+    });
+
+    const status = await until('the refusal', () => resource(name)?.status);
+
+    expect(status).toMatchObject({
+      state: 'failed',
+      failureReason: 'InvalidSpec',
+      conditions: [
+        expect.objectContaining({ type: 'Succeeded', status: 'False', reason: 'InvalidSpec' }),
+      ],
+    });
+    expect(
+      cluster
+        .objects('v1', 'events', NS)
+        .some((e: any) => e.involvedObject?.name === name && e.reason === 'InvalidSpec'),
+    ).toBe(true);
+  });
+});
