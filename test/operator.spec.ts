@@ -173,6 +173,20 @@ describe('the operator', () => {
     expect(resource(id)?.status).toMatchObject({ state: 'failed', failureReason: reason });
   });
 
+  it('fails with ImagePullFailed when the builder image cannot be pulled, and stops its Job', async () => {
+    builder({ pullError: 'manifest unknown' });
+    const id = await started(wizardManifest('kaniko'));
+
+    const build = await ended(id);
+
+    expect(build.status).toBe('failed');
+    expect(build.error_message).toMatch(
+      /could not be pulled: Back-off pulling image .*manifest unknown/,
+    );
+    expect(await failureReasonOf(id)).toBe('ImagePullFailed');
+    await until('the Job to be deleted', () => (jobOf(id) === undefined ? true : undefined));
+  });
+
   it('fails a build that outlives its timeout with TimedOut', async () => {
     builder({ hang: true, lines: ['working'] });
     const created = await admin.request('POST', '/builds', {

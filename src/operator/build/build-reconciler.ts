@@ -273,8 +273,13 @@ export class BuildReconciler {
       await this.mirror(resource, record, { jobName, podName: pod?.metadata?.name });
       return this.pullFailingSince.has(record.id) ? { requeueAfterMs: 5_000 } : undefined;
     }
-    // Record the end only once every line is stored: a live stream closes at the final status.
-    if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
+    // A builder that never started printed nothing: what earlier containers printed is stored.
+    if (outcome.kind === 'failed' && outcome.reason === 'ImagePullFailed') {
+      await following?.follower.stop();
+    } else if (!(await this.drained(record, following, pod === undefined))) {
+      // Record the end only once every line is stored: a live stream closes at the final status.
+      return { requeueAfterMs: 250 };
+    }
     const ended = await this.transition(record, () => this.record(record, outcome));
     return this.ended(resource, ended);
   }
@@ -448,10 +453,18 @@ export class BuildReconciler {
     const jobName = buildObjectName(record.id);
     const job = this.deps.caches.job(namespace, jobName);
     const pod = this.deps.caches.podOfJob(namespace, jobName);
+    // Without the finalizer, its log was stored and its Job handed over before: mirror only.
+    if (!(resource.metadata.finalizers ?? []).includes(LOGS_FINALIZER)) {
+      this.forget(record.id);
+      return this.mirror(resource, record, job === undefined ? {} : { jobName });
+    }
     // A build that ended while this operator was away: read what its pod still holds.
     const following = this.follow(record, namespace, pod);
     if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
-    if (job !== undefined && job.spec?.ttlSecondsAfterFinished === undefined) {
+    if (job !== undefined && (job.status?.active ?? 0) > 0) {
+      // Ended while its pod still runs (an image that cannot be pulled): stop it.
+      await this.deps.workloads.deleteJob(namespace, jobName);
+    } else if (job !== undefined && job.spec?.ttlSecondsAfterFinished === undefined) {
       await this.deps.workloads.patchJob(namespace, jobName, {
         spec: { ttlSecondsAfterFinished: this.deps.settings.ttlSecondsAfterFinished },
       });

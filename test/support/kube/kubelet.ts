@@ -38,6 +38,11 @@ export interface ContainerScript {
   printCrc?: boolean;
   /** Keep running at least this long after starting (a quiet build), default 0. */
   runMs?: number;
+  /**
+   * The image cannot be pulled: the container stays waiting (`ImagePullBackOff` with this
+   * message) and never starts, until the pod is deleted or killed by a deadline.
+   */
+  pullError?: string;
   /** Never exit on its own: runs until the pod is deleted, evicted or killed by a deadline. */
   hang?: boolean;
   /** Exit code at the end (default 0). */
@@ -497,6 +502,19 @@ export class FakeKubelet {
     const name = str(container.name);
     const image = str(container.image);
     const script = this.scripts.get(image) ?? this.scripts.get(repositoryOf(image));
+    if (script?.pullError !== undefined) {
+      setState(init, name, {
+        ready: false,
+        started: false,
+        state: {
+          waiting: {
+            reason: 'ImagePullBackOff',
+            message: `Back-off pulling image "${image}": ${script.pullError}`,
+          },
+        },
+      });
+      await this.sleep(run, 2 ** 31 - 1); // until the pod is killed: Cancelled
+    }
     const startedAt = rfc3339();
     started.set(name, startedAt);
     setState(init, name, {
