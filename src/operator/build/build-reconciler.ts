@@ -565,10 +565,15 @@ export class BuildReconciler {
       observedGeneration: resource.metadata.generation ?? 0,
     };
     if (sameStatus(current, next)) return;
-    await this.deps.builds.mergePatchStatus(this.namespaceOf(resource), resource.metadata.name, {
-      metadata: { resourceVersion: resource.metadata.resourceVersion },
-      status: next,
-    });
+    const written = await this.deps.builds.mergePatchStatus(
+      this.namespaceOf(resource),
+      resource.metadata.name,
+      { metadata: { resourceVersion: resource.metadata.resourceVersion }, status: next },
+    );
+    // A later write of this reconcile (the finalizer's release after the final status) goes
+    // against the version just written: with the read one it would always get a 409.
+    resource.metadata.resourceVersion = written.metadata.resourceVersion;
+    resource.status = written.status;
   }
 
   private condition(

@@ -45,7 +45,16 @@ export interface LogFollowerDeps {
       signal: AbortSignal,
     ): Promise<void>;
   };
-  readonly sink: { append(buildId: string, lines: readonly LogLineInput[]): Promise<unknown> };
+  /**
+   * LogSink: `buffered` says the lines are held in memory until the database is back (an
+   * outage), not stored yet.
+   */
+  readonly sink: {
+    append(
+      buildId: string,
+      lines: readonly LogLineInput[],
+    ): Promise<{ readonly buffered: boolean }>;
+  };
   /** The cursor of what is already stored (a restarted operator resumes from it). */
   readonly cursors: {
     containerCursor(buildId: string, container: string): Promise<LogCursor | undefined>;
@@ -91,6 +100,8 @@ export class BuildLogFollower {
   private wake: (() => void) | undefined;
   private writing: Promise<unknown> = Promise.resolve();
   private abandonReason: string | undefined;
+  /** LogSink answered an append with "held until the database is back". */
+  private held = false;
 
   constructor(
     private readonly deps: LogFollowerDeps,
@@ -145,13 +156,42 @@ export class BuildLogFollower {
       if (this.stopper.signal.aborted && this.abandonReason === undefined) break;
     }
     await this.writing.catch(() => undefined);
+    await this.untilStored();
     return { complete: incomplete.length === 0, incomplete };
+  }
+
+  /**
+   * Waits until LogSink has stored every line handed to it. During a database outage LogSink
+   * holds lines in memory and `append` resolves at once: handed on is not yet stored, and the
+   * reconciler records the build's end (which closes live streams and lets the Job go) once
+   * `done` resolves. One build's writes are stored in call order, so an empty append that is
+   * stored (not buffered) means every line before it is. Ends early on stop or abandon; LogSink
+   * keeps holding the lines either way.
+   */
+  private async untilStored(): Promise<void> {
+    let attempts = 0;
+    while (this.held && !this.stopper.signal.aborted) {
+      try {
+        if (!(await this.deps.sink.append(this.target.buildId, [])).buffered) {
+          this.held = false;
+          return;
+        }
+      } catch (error) {
+        this.deps.logger.warn(
+          { err: error, build_id: this.target.buildId },
+          'could not learn whether held log lines are stored; asking again',
+        );
+      }
+      attempts++;
+      await this.waitForChange(backoff(attempts, this.options));
+    }
   }
 
   /** True when the container's log was read to its end (or it never ran). */
   private async follow(container: FollowedContainer): Promise<boolean> {
     const { buildId } = this.target;
-    let cursor = await this.deps.cursors.containerCursor(buildId, container.name);
+    let cursor: LogCursor | undefined;
+    let cursorRead = false;
     let failures = 0;
     for (;;) {
       const state = this.states.get(container.name) ?? 'waiting';
@@ -162,13 +202,31 @@ export class BuildLogFollower {
         return state === 'skipped';
       }
       if (state === 'skipped') return true;
-      if (state === 'gone') {
-        await this.marker(container.name, cursor, 'the pod was deleted before its log was read');
-        return false;
-      }
       if (state === 'waiting') {
         await this.waitForChange(this.options.retryMaxMs);
         continue;
+      }
+      if (!cursorRead) {
+        // Where to resume is what is stored. While the database cannot say (an outage), wait
+        // for it: giving up would skip the container's whole log without a word, and reading
+        // from the start would store lines twice.
+        try {
+          cursor = await this.deps.cursors.containerCursor(buildId, container.name);
+          cursorRead = true;
+        } catch (error) {
+          failures++;
+          this.deps.logger.warn(
+            { err: error, build_id: buildId, container: container.name },
+            'could not read where the log resumes; retrying',
+          );
+          await this.waitForChange(backoff(failures, this.options));
+          continue;
+        }
+        failures = 0;
+      }
+      if (state === 'gone') {
+        await this.marker(container.name, cursor, 'the pod was deleted before its log was read');
+        return false;
       }
       const session = new StreamSession(cursor);
       const ended = await this.open(container, session);
@@ -252,10 +310,17 @@ export class BuildLogFollower {
       container: container.name,
       ...(container.format === undefined ? {} : { format: container.format }),
     }));
+    this.append(batch);
+  }
+
+  /** Appends after the previous append, noting whether LogSink stored the lines or holds them. */
+  private append(lines: readonly LogLineInput[]): void {
     const buildId = this.target.buildId;
     this.writing = this.writing
       .catch(() => undefined)
-      .then(() => this.deps.sink.append(buildId, batch));
+      .then(async () => {
+        if ((await this.deps.sink.append(buildId, lines)).buffered) this.held = true;
+      });
   }
 
   private async marker(container: string, cursor: LogCursor | undefined, why: string) {
@@ -264,9 +329,7 @@ export class BuildLogFollower {
         ? 'all of its lines'
         : `its lines after ${new Date(cursor.tsMs).toISOString()}`;
     const text = `WARN: [kiln] ${why}: ${since} from container ${container} are missing`;
-    this.writing = this.writing
-      .catch(() => undefined)
-      .then(() => this.deps.sink.append(this.target.buildId, [{ text, container: 'kiln' }]));
+    this.append([{ text, container: 'kiln' }]);
     await this.writing.catch(() => undefined);
   }
 
