@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { toKubeError } from './errors.js';
+import { kubeCall } from './errors.js';
 import type { KubeClient } from './kube-client.js';
 
 /** A namespaced custom resource as JSON: callers bring their own typed shape. */
@@ -97,10 +97,6 @@ export class CustomResources<T extends CustomObject> {
   }
 
   private async call(request: () => Promise<unknown>): Promise<T> {
-    try {
-      return (await request()) as T;
-    } catch (error) {
-      throw toKubeError(error);
-    }
+    return (await kubeCall(request)) as T;
   }
 }

@@ -25,6 +25,15 @@ export class KubeUnavailableError extends Error {
   }
 }
 
+/** Runs one request to the API server, its failure turned into KubeApiError / KubeUnavailableError. */
+export async function kubeCall<T>(request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (error) {
+    throw toKubeError(error);
+  }
+}
+
 interface StatusBody {
   reason?: unknown;
   message?: unknown;

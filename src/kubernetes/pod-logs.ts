@@ -1,5 +1,5 @@
 import { type Dispatcher, fetch } from 'undici';
-import { KubeApiError, toKubeError } from './errors.js';
+import { toKubeError } from './errors.js';
 import type { KubeClient } from './kube-client.js';
 
 export interface PodContainerRef {
@@ -44,8 +44,8 @@ export class PodLogs {
         ...(dispatcher === undefined ? {} : { dispatcher: dispatcher as Dispatcher }),
       });
       if (!response.ok) {
-        const text = await response.text();
-        throw statusError(response.status, text);
+        // Status bodies read as client-node's errors are: KubeApiError, or unavailable on 5xx.
+        throw toKubeError({ code: response.status, body: await response.text() });
       }
       if (response.body === null) return;
       const decoder = new TextDecoder();
@@ -60,19 +60,4 @@ export class PodLogs {
       throw toKubeError(error);
     }
   }
-}
-
-function statusError(status: number, body: string): Error {
-  let reason: string | undefined;
-  let message = `HTTP ${status}`;
-  try {
-    const parsed = JSON.parse(body) as { reason?: unknown; message?: unknown };
-    if (typeof parsed.reason === 'string') reason = parsed.reason;
-    if (typeof parsed.message === 'string') message = parsed.message;
-  } catch {
-    // not a Status: keep the HTTP status
-  }
-  return status >= 500 && status !== 501
-    ? toKubeError({ code: status, body: { reason, message } })
-    : new KubeApiError(status, reason, message);
 }

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import { KubeApiError, toKubeError } from './errors.js';
+import { KubeApiError, kubeCall } from './errors.js';
 import type { KubeClient } from './kube-client.js';
 
 /**
@@ -16,12 +16,12 @@ export class KubeWorkloads {
   }
 
   createJob(namespace: string, body: k8s.V1Job): Promise<k8s.V1Job> {
-    return call(() => this.batch.createNamespacedJob({ namespace, body }));
+    return kubeCall(() => this.batch.createNamespacedJob({ namespace, body }));
   }
 
   /** A merge patch of a Job (e.g. its ttlSecondsAfterFinished once the logs are stored). */
   patchJob(namespace: string, name: string, patch: object): Promise<k8s.V1Job> {
-    return call(() =>
+    return kubeCall(() =>
       this.batch.patchNamespacedJob(
         { namespace, name, body: patch },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
@@ -32,7 +32,7 @@ export class KubeWorkloads {
   /** Deletes a Job and (background propagation) its pods; false when there was none. */
   async deleteJob(namespace: string, name: string): Promise<boolean> {
     try {
-      await call(() =>
+      await kubeCall(() =>
         this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' }),
       );
       return true;
@@ -43,11 +43,11 @@ export class KubeWorkloads {
   }
 
   createConfigMap(namespace: string, body: k8s.V1ConfigMap): Promise<k8s.V1ConfigMap> {
-    return call(() => this.core.createNamespacedConfigMap({ namespace, body }));
+    return kubeCall(() => this.core.createNamespacedConfigMap({ namespace, body }));
   }
 
   patchConfigMap(namespace: string, name: string, patch: object): Promise<k8s.V1ConfigMap> {
-    return call(() =>
+    return kubeCall(() =>
       this.core.patchNamespacedConfigMap(
         { namespace, name, body: patch },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
@@ -56,14 +56,6 @@ export class KubeWorkloads {
   }
 
   createEvent(namespace: string, body: k8s.CoreV1Event): Promise<k8s.CoreV1Event> {
-    return call(() => this.core.createNamespacedEvent({ namespace, body }));
-  }
-}
-
-async function call<T>(request: () => Promise<T>): Promise<T> {
-  try {
-    return await request();
-  } catch (error) {
-    throw toKubeError(error);
+    return kubeCall(() => this.core.createNamespacedEvent({ namespace, body }));
   }
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BuilderFormat } from '../../logs/builder-output.js';
 import type { LogLineInput } from '../../logs/log-sink.js';
+import { jitteredDelay } from '../runtime/backoff.js';
 
 /** What the reconciler last saw of one container of the build's pod. */
 export type ContainerState =
@@ -425,6 +426,5 @@ function wholeSecond(tsMs: number): string {
 }
 
 function backoff(failures: number, options: LogFollowerOptions): number {
-  const ms = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** Math.min(failures - 1, 10));
-  return ms / 2 + Math.random() * (ms / 2);
+  return jitteredDelay(failures, options.retryBaseMs, options.retryMaxMs, Math.random);
 }

@@ -1,5 +1,6 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
 import type { FailureReason } from '../../lifecycle/build-state.js';
+import { containerStatusesOf } from './pod-state.js';
 
 /** How a build's Job ended, read from the Job and its pod (pure). */
 export type JobOutcome =
@@ -46,10 +47,7 @@ export function outcomeOf(
       message: `the build's pod was evicted: ${pod.status.message ?? 'no reason given'}`.trim(),
     };
   }
-  const statuses = [
-    ...(pod?.status?.initContainerStatuses ?? []),
-    ...(pod?.status?.containerStatuses ?? []),
-  ];
+  const statuses = containerStatusesOf(pod);
   const oom = statuses.find((s) => s.state?.terminated?.reason === 'OOMKilled');
   if (oom !== undefined) {
     return {
@@ -95,10 +93,7 @@ export function outcomeOf(
 
 /** Whether a container of the pod is failing to pull its image right now. */
 export function pullFailing(pod: V1Pod | undefined): boolean {
-  return [
-    ...(pod?.status?.initContainerStatuses ?? []),
-    ...(pod?.status?.containerStatuses ?? []),
-  ].some((s) => PULL_FAILURES.has(s.state?.waiting?.reason ?? ''));
+  return containerStatusesOf(pod).some((s) => PULL_FAILURES.has(s.state?.waiting?.reason ?? ''));
 }
 
 function exitMessage(status: V1ContainerStatus): string {

@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ContainerState } from './log-follower.js';
 
 /** The containers of a pod in the order they run: init containers first, then the others. */
@@ -7,6 +7,11 @@ export function containersInOrder(pod: V1Pod): string[] {
     ...(pod.spec?.initContainers ?? []).map((c) => c.name),
     ...(pod.spec?.containers ?? []).map((c) => c.name),
   ];
+}
+
+/** The statuses of a pod's containers, init containers first. */
+export function containerStatusesOf(pod: V1Pod | undefined): V1ContainerStatus[] {
+  return [...(pod?.status?.initContainerStatuses ?? []), ...(pod?.status?.containerStatuses ?? [])];
 }
 
 /**
@@ -23,10 +28,7 @@ export function containerStates(
     return states;
   }
   const ended = pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
-  const statuses = [
-    ...(pod.status?.initContainerStatuses ?? []),
-    ...(pod.status?.containerStatuses ?? []),
-  ];
+  const statuses = containerStatusesOf(pod);
   for (const name of names) {
     const state = statuses.find((s) => s.name === name)?.state;
     if (state?.terminated !== undefined) states.set(name, 'terminated');
