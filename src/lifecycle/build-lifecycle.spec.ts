@@ -1,14 +1,11 @@
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
 import { referenceSpec } from '../../test/support/build-specs.js';
-import { LogCapture } from '../../test/support/log-capture.js';
+import { type LifecycleGround, lifecycleGround } from '../../test/support/lifecycle-ground.js';
 import { ConflictError, ErrorCode, KilnError } from '../common/errors.js';
-import { createDataSource } from '../database/data-source.js';
 import { BuildLifecycle } from './build-lifecycle.js';
 import type { BuildEntity } from './build.entity.js';
 import type { BuildStatus } from './build-state.js';
-import { BuildsRepository, type NewBuild } from './builds.repository.js';
-import { LIFECYCLE_ENTITIES } from './lifecycle.module.js';
+import type { NewBuild } from './builds.repository.js';
 
 /** What a settled write left: the status it wrote, or the code and details of its refusal. */
 function outcome(result: PromiseSettledResult<BuildEntity>): unknown {
@@ -28,53 +25,22 @@ function winnersFirst(results: Array<PromiseSettledResult<BuildEntity>>): unknow
 
 /** Medium tests: BuildLifecycle on a real migrated Postgres, no HTTP server. */
 describe(BuildLifecycle.name, () => {
-  let database: TestDatabase;
+  let ground: LifecycleGround;
   let dataSource: DataSource;
   let lifecycle: BuildLifecycle;
   let tenantId: string;
-  let projectId: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    dataSource = createDataSource({
-      url: database.url,
-      logger: new LogCapture().logger,
-      entities: LIFECYCLE_ENTITIES,
-    });
-    await dataSource.initialize();
-    lifecycle = new BuildLifecycle(new BuildsRepository(dataSource));
-    [{ id: tenantId }] = await dataSource.query<[{ id: string }]>(
-      `INSERT INTO tenants (name) VALUES ('lifecycle') RETURNING id`,
-    );
-    projectId = await newProject('main');
+    ground = await lifecycleGround('lifecycle');
+    ({ dataSource, lifecycle, tenantId } = ground);
   });
 
   afterAll(async () => {
-    await dataSource.destroy();
-    await database.drop();
+    await ground.close();
   });
 
-  async function newProject(name: string): Promise<string> {
-    const [{ id }] = await dataSource.query<[{ id: string }]>(
-      'INSERT INTO projects (tenant_id, name) VALUES ($1, $2) RETURNING id',
-      [tenantId, name],
-    );
-    return id;
-  }
-
-  let branch = 0;
-  function newBuild(overrides: Partial<NewBuild> = {}): NewBuild {
-    return {
-      tenantId,
-      projectId,
-      gitBranch: `branch-${branch++}`,
-      gitCommit: null,
-      method: null,
-      config: { form: 'reference', build_args: null },
-      spec: referenceSpec(),
-      ...overrides,
-    };
-  }
+  const newProject = (name: string) => ground.newProject(name);
+  const newBuild = (overrides: Partial<NewBuild> = {}) => ground.newBuild(overrides);
 
   async function queued(overrides: Partial<NewBuild> = {}): Promise<BuildEntity> {
     return (await lifecycle.create(newBuild(overrides))).build;

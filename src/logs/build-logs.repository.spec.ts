@@ -1,11 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { referenceSpec } from '../../test/support/build-specs.js';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { LogCapture } from '../../test/support/log-capture.js';
-import { createDataSource } from '../database/data-source.js';
-import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { BuildsRepository } from '../lifecycle/builds.repository.js';
-import { LIFECYCLE_ENTITIES } from '../lifecycle/lifecycle.module.js';
+import { type LifecycleGround, lifecycleGround } from '../../test/support/lifecycle-ground.js';
 import { BuildLogsRepository, type NewLogLine } from './build-logs.repository.js';
 
 const line = (message: string): NewLogLine => ({
@@ -18,50 +12,21 @@ const marker = (): NewLogLine => line('[kiln] truncated');
 
 /** Medium tests: the log store's repository on a real migrated Postgres. */
 describe(BuildLogsRepository.name, () => {
-  let database: TestDatabase;
+  let ground: LifecycleGround;
   let dataSource: DataSource;
   let logs: BuildLogsRepository;
-  let lifecycle: BuildLifecycle;
-  let tenantId: string;
-  let projectId: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    dataSource = createDataSource({
-      url: database.url,
-      logger: new LogCapture().logger,
-      entities: LIFECYCLE_ENTITIES,
-    });
-    await dataSource.initialize();
+    ground = await lifecycleGround('logs');
+    dataSource = ground.dataSource;
     logs = new BuildLogsRepository(dataSource);
-    lifecycle = new BuildLifecycle(new BuildsRepository(dataSource));
-    [{ id: tenantId }] = await dataSource.query<[{ id: string }]>(
-      `INSERT INTO tenants (name) VALUES ('logs') RETURNING id`,
-    );
-    [{ id: projectId }] = await dataSource.query<[{ id: string }]>(
-      `INSERT INTO projects (tenant_id, name) VALUES ($1, 'logs') RETURNING id`,
-      [tenantId],
-    );
   });
 
   afterAll(async () => {
-    await dataSource.destroy();
-    await database.drop();
+    await ground.close();
   });
 
-  let branch = 0;
-  async function newBuild(): Promise<string> {
-    const { build } = await lifecycle.create({
-      tenantId,
-      projectId,
-      gitBranch: `logs-${branch++}`,
-      gitCommit: null,
-      method: null,
-      config: { form: 'reference', build_args: null },
-      spec: referenceSpec(),
-    });
-    return build.id;
-  }
+  const newBuild = () => ground.createBuild();
 
   it('never updates the build row, and appends while a status change holds it', async () => {
     const id = await newBuild();

@@ -1,14 +1,9 @@
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, type TestDatabase } from '../../test/support/database.js';
-import { referenceSpec } from '../../test/support/build-specs.js';
-import { LogCapture } from '../../test/support/log-capture.js';
-import { createDataSource } from '../database/data-source.js';
+import { type LifecycleGround, lifecycleGround } from '../../test/support/lifecycle-ground.js';
 import { Notifications } from '../database/notification-listener.js';
-import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { BuildsRepository } from '../lifecycle/builds.repository.js';
+import type { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import { BuildLogsRepository } from './build-logs.repository.js';
 import { type HubNews, LogHub } from './log-hub.js';
-import { LIFECYCLE_ENTITIES } from '../lifecycle/lifecycle.module.js';
 
 const NO_CAP = 1024 * 1024 * 1024;
 const marker = () => ({ ts: new Date(), level: 'WARN' as const, message: 'cap', metadata: null });
@@ -22,51 +17,26 @@ const lines = (from: number, count: number, message = (seq: number) => `line ${s
 
 /** Medium tests: LogHub on a real Postgres, woken by real LISTEN/NOTIFY; no HTTP server. */
 describe(LogHub.name, () => {
-  let database: TestDatabase;
+  let ground: LifecycleGround;
   let dataSource: DataSource;
   let logs: BuildLogsRepository;
   let lifecycle: BuildLifecycle;
   let hub: LogHub;
-  let tenantId: string;
-  let projectId: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const logger = new LogCapture().logger;
-    dataSource = createDataSource({ url: database.url, logger, entities: LIFECYCLE_ENTITIES });
-    await dataSource.initialize();
+    ground = await lifecycleGround('log-hub');
+    ({ dataSource, lifecycle } = ground);
     logs = new BuildLogsRepository(dataSource);
-    lifecycle = new BuildLifecycle(new BuildsRepository(dataSource));
-    hub = new LogHub(new Notifications(dataSource, logger), logs);
+    hub = new LogHub(new Notifications(dataSource, ground.logger), logs);
     await hub.onModuleInit();
-    [{ id: tenantId }] = await dataSource.query<[{ id: string }]>(
-      `INSERT INTO tenants (name) VALUES ('log-hub') RETURNING id`,
-    );
-    [{ id: projectId }] = await dataSource.query<[{ id: string }]>(
-      `INSERT INTO projects (tenant_id, name) VALUES ($1, 'hub') RETURNING id`,
-      [tenantId],
-    );
   });
 
   afterAll(async () => {
     await hub.onApplicationShutdown();
-    await dataSource.destroy();
-    await database.drop();
+    await ground.close();
   });
 
-  let branch = 0;
-  async function newBuild(): Promise<string> {
-    const { build } = await lifecycle.create({
-      tenantId,
-      projectId,
-      gitBranch: `hub-${branch++}`,
-      gitCommit: null,
-      method: null,
-      config: { form: 'reference', build_args: null },
-      spec: referenceSpec(),
-    });
-    return build.id;
-  }
+  const newBuild = () => ground.createBuild();
 
   /** Subscribes to a build and records the news it is woken with. */
   function watch(buildId: string): { news: HubNews[]; until(lastSeq: number): Promise<void> } {
@@ -100,7 +70,7 @@ describe(LogHub.name, () => {
     const id = await newBuild();
     const watcher = watch(id);
 
-    await lifecycle.start(tenantId, id);
+    await lifecycle.start(ground.tenantId, id);
     const deadline = Date.now() + 10_000;
     while (watcher.news.length === 0 && Date.now() < deadline)
       await new Promise((done) => setTimeout(done, 10));

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../../src/database/data-source.js';
+import { BuildLifecycle } from '../../src/lifecycle/build-lifecycle.js';
+import { BuildsRepository, type NewBuild } from '../../src/lifecycle/builds.repository.js';
+import { LIFECYCLE_ENTITIES } from '../../src/lifecycle/lifecycle.module.js';
+import { referenceSpec } from './build-specs.js';
+import { createTestDatabase } from './database.js';
+import { LogCapture } from './log-capture.js';
+
+/**
+ * The ground of the medium tests of lifecycle and the log store: a fresh migrated database with
+ * only lifecycle's entities mapped, BuildLifecycle on it, one tenant and one project.
+ */
+export interface LifecycleGround {
+  readonly dataSource: DataSource;
+  readonly logger: Logger;
+  readonly lifecycle: BuildLifecycle;
+  readonly tenantId: string;
+  readonly projectId: string;
+  newProject(name: string): Promise<string>;
+  /** A reference-form build of the ground's project, on a branch of its own. */
+  newBuild(overrides?: Partial<NewBuild>): NewBuild;
+  /** Creates a queued build (newBuild) and answers its id. */
+  createBuild(overrides?: Partial<NewBuild>): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function lifecycleGround(name: string): Promise<LifecycleGround> {
+  const database = await createTestDatabase();
+  const logger = new LogCapture().logger;
+  const dataSource = createDataSource({ url: database.url, logger, entities: LIFECYCLE_ENTITIES });
+  await dataSource.initialize();
+  const lifecycle = new BuildLifecycle(new BuildsRepository(dataSource));
+  const [{ id: tenantId }] = await dataSource.query<[{ id: string }]>(
+    'INSERT INTO tenants (name) VALUES ($1) RETURNING id',
+    [name],
+  );
+  const newProject = async (project: string): Promise<string> => {
+    const [{ id }] = await dataSource.query<[{ id: string }]>(
+      'INSERT INTO projects (tenant_id, name) VALUES ($1, $2) RETURNING id',
+      [tenantId, project],
+    );
+    return id;
+  };
+  const projectId = await newProject(name);
+  let branch = 0;
+  const newBuild = (overrides: Partial<NewBuild> = {}): NewBuild => ({
+    tenantId,
+    projectId,
+    gitBranch: `${name}-${branch++}`,
+    gitCommit: null,
+    method: null,
+    config: { form: 'reference', build_args: null },
+    spec: referenceSpec(),
+    ...overrides,
+  });
+  return {
+    dataSource,
+    logger,
+    lifecycle,
+    tenantId,
+    projectId,
+    newProject,
+    newBuild,
+    async createBuild(overrides) {
+      return (await lifecycle.create(newBuild(overrides))).build.id;
+    },
+    async close() {
+      await dataSource.destroy();
+      await database.drop();
+    },
+  };
+}
