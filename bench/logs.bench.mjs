@@ -1,11 +1,11 @@
 // make bench → build logs: ingest through LogSink, paged reads over HTTP, live WebSocket latency,
 // each beside a baseline measured in the same run. Goals are reported, never asserted: a missed
 // goal prints MISSED and the exit status stays 0.
-import { fork } from 'node:child_process';
 import { cpus } from 'node:os';
 import pg from 'pg';
 import { BuildLifecycle } from '../dist/lifecycle/build-lifecycle.js';
 import { LogSink } from '../dist/logs/log-sink.js';
+import { selfCpuMs, startClients } from './support/client-process.mjs';
 import { startKiln } from './support/kiln.mjs';
 import { averageBytes, makeLines, makeSecrets } from './support/log-lines.mjs';
 import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support/stats.mjs';
@@ -190,7 +190,7 @@ async function live(kiln, clients) {
   });
   await delay(200); // every session has read its (empty) log and sleeps on the hub
   const filler = ' npm http fetch GET 200 https://registry.npmjs.org/@types/node 38ms (cache miss)';
-  const cpuBefore = { kiln: cpuMs(), clients: await clients.call('cpu') };
+  const cpuBefore = { kiln: selfCpuMs(), clients: await clients.call('cpu') };
   const produced = await produce((t, batch) =>
     sink.append(
       id,
@@ -206,7 +206,7 @@ async function live(kiln, clients) {
   const window = produced.seconds * 1000;
   const busy = (used) => `${Math.round((100 * used) / window)}%`;
   const cpu = {
-    kiln: busy(cpuMs() - cpuBefore.kiln),
+    kiln: busy(selfCpuMs() - cpuBefore.kiln),
     clients: busy((await clients.call('cpu')) - cpuBefore.clients),
   };
   await kiln.app.get(BuildLifecycle).succeed(id);
@@ -260,47 +260,10 @@ async function produce(send) {
   };
 }
 
-function cpuMs() {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-}
-
-/** The client process, called like a function: call(command, args) → its result. */
-function startClients() {
-  const child = fork(new URL('./support/clients.mjs', import.meta.url), {
-    stdio: 'inherit',
-  });
-  const pending = new Map();
-  let next = 0;
-  child.on('message', ({ id, result, error }) => {
-    const call = pending.get(id);
-    pending.delete(id);
-    if (error === undefined) call?.done(result);
-    else call?.fail(new Error(error));
-  });
-  child.on('exit', (code, signal) => {
-    for (const call of pending.values())
-      call.fail(new Error(`the client process exited (${code ?? signal})`));
-    pending.clear();
-  });
-  return {
-    call(command, args) {
-      return new Promise((done, fail) => {
-        const id = next++;
-        pending.set(id, { done, fail });
-        child.send({ id, command, args });
-      });
-    },
-    close() {
-      if (child.exitCode === null && child.signalCode === null) child.kill();
-    },
-  };
-}
-
 async function main() {
   const kiln = await startKiln({ KILN_WS_MAX_CONNECTIONS_PER_USER: String(LIVE.subscribers + 10) });
   const raw = new pg.Client({ connectionString: kiln.databaseUrl });
-  const clients = startClients();
+  const clients = startClients(new URL('./support/clients.mjs', import.meta.url));
   let cleaned;
   const cleanup = () =>
     (cleaned ??= (async () => {

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import pg from 'pg';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { KILN_ENTITIES } from '../../dist/app.entities.js';
 import { createApp } from '../../dist/app.factory.js';
 import { TenancyService } from '../../dist/auth/tenancy.service.js';
@@ -12,9 +11,8 @@ import { createDataSource, runMigrations } from '../../dist/database/data-source
 import { EmbeddedPostgres } from '../../dist/database/embedded-postgres.js';
 import { ProjectsService } from '../../dist/projects/projects.service.js';
 import { BuildRunner } from '../../dist/runners/build-runner.js';
+import { PREFIX, removeLeftoversOfKilledRuns, ROOT, untilNoClients } from './leftovers.mjs';
 
-const ROOT = '/dev/shm';
-const PREFIX = 'kiln-bench-';
 const DATABASE = 'kiln_bench';
 
 /** Runs nothing: benches append logs through LogSink themselves and end builds via BuildLifecycle. */
@@ -126,51 +124,4 @@ async function request(baseUrl, headers, method, path, body) {
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path} gave ${response.status}: ${text}`);
   return JSON.parse(text);
-}
-
-/**
- * pg-pool's end() returns before its clients have disconnected; stopping the server then makes
- * each of them log a lost connection. Wait (up to 3 s) until no other client is connected.
- */
-async function untilNoClients(url) {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    for (let tries = 0; tries < 60; tries++) {
-      const { rows } = await client.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
-      );
-      if (rows[0].n === 0) return;
-      await new Promise((done) => setTimeout(done, 50));
-    }
-  } finally {
-    await client.end();
-  }
-}
-
-/** A bench killed with SIGKILL never cleans up: stop its server and drop its directory. */
-async function removeLeftoversOfKilledRuns() {
-  for (const entry of await readdir(ROOT)) {
-    if (!entry.startsWith(PREFIX)) continue;
-    const pid = Number(entry.slice(PREFIX.length).split('-')[0]);
-    if (!Number.isInteger(pid) || isAlive(pid)) continue;
-    const postmaster = await readFile(
-      `${ROOT}/${entry}/data/postgres/postmaster.pid`,
-      'utf8',
-    ).catch(() => '');
-    const serverPid = Number(postmaster.split('\n')[0]);
-    if (serverPid > 0 && isAlive(serverPid)) process.kill(serverPid, 'SIGQUIT');
-    await rm(`${ROOT}/${entry}`, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === 'EPERM';
-  }
 }
