@@ -58,6 +58,7 @@ build: deps ## Compile src/ to dist/.
 .PHONY: bench
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
 	node bench/logs.bench.mjs
+	node bench/operator.bench.mjs
 
 .PHONY: soak
 soak: system-deps build ## Memory soak: 20 local builds of 200,000 lines with subscribers; RSS before, during, after.

@@ -1,0 +1,777 @@
+// make bench → the operator (KILN_RUNNER=kubernetes, KILN_ROLE=all) against the Kubernetes API
+// server double: Job creation rate and reconciles per build, the operator's RSS with 10,000 Build
+// resources cached, and log ingest from 50 pods into Postgres. Each figure is printed beside a
+// baseline measured in the same run, with its goal; goals are reported, never asserted (a missed
+// goal prints MISSED and the exit status stays 0).
+//
+// Processes: this one runs the double (in-process, so it can count requests, seed objects and
+// switch its kubelet); kiln runs from dist/ in its own process (support/kiln-child.mjs, which
+// starts it as dist/main.js does); the REST callers and the client-node baseline run in a third
+// (support/operator-clients.mjs); PostgreSQL is embedded, on /dev/shm, fsync off.
+//
+// `node bench/operator.bench.mjs [jobs] [logs] [rss]` runs some sections (after `make build`).
+// Sizes: OPBENCH_BUILDS (1000), OPBENCH_CACHED_BUILDS (10000), OPBENCH_PODS (50),
+// OPBENCH_LINES_PER_SECOND (2000), OPBENCH_WINDOW_SECONDS (15).
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import pg from 'pg';
+import { DEFAULT_JOB_SETTINGS } from '../dist/build-methods/job.js';
+import { BUILD_METHODS } from '../dist/build-methods/methods.js';
+import {
+  batchPodLogWrites,
+  loadKubeDouble,
+  withoutGarbageCollector,
+} from './support/kube-double.mjs';
+import { selfCpuMs, startClients } from './support/client-process.mjs';
+import { startKilnProcess, startPostgres } from './support/kiln-process.mjs';
+import { averageBytes, makeLines } from './support/log-lines.mjs';
+import { delay, int, nowMs, percentile, ratio, verdict } from './support/stats.mjs';
+
+function size(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
+  return n;
+}
+
+const NS = 'kiln-builds';
+const BASELINE_NS = 'bench-baseline';
+const KANIKO = 'ghcr.io/osscontainertools/kaniko';
+const GIT = 'cgr.dev/chainguard/git';
+const GIT_URL = 'https://git.example.com/bench/app.git';
+const ADMIN = { email: 'bench@example.com', password: randomBytes(16).toString('hex') };
+
+const JOBS = {
+  builds: size('OPBENCH_BUILDS', 1000),
+  /** Concurrent REST calls (create, start). */
+  restConcurrency: 8,
+  /** The baseline's concurrent createNamespacedJob calls: the operator's 4 workers. */
+  baselineConcurrency: 4,
+  goalRatio: 0.5,
+  goalReconciles: 3,
+};
+const CACHE = { builds: size('OPBENCH_CACHED_BUILDS', 10_000), goalMiB: 300 };
+const LOGS = {
+  pods: size('OPBENCH_PODS', 50),
+  linesPerSecond: size('OPBENCH_LINES_PER_SECOND', 2000),
+  windowSeconds: size('OPBENCH_WINDOW_SECONDS', 15),
+  warmupSeconds: 3,
+  /**
+   * The kubelet prints 10 lines a write (one 5 ms tick at 2,000 lines/s; more a write would print
+   * faster than asked); the bench hands its writes to the double's log streams every 50 ms
+   * (batchPodLogWrites): one write per tick woke every stream and cloned the pod, which stalled
+   * the double for seconds and made kiln lose its Lease to the double's slowness.
+   */
+  linesPerWrite: 10,
+  handOnMs: 50,
+  rawLines: 200_000,
+  rawBatch: 500,
+};
+
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const mean = (values) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+const median = (values) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+
+async function until(what, probe, timeoutMs, everyMs = 50) {
+  const deadline = nowMs() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (nowMs() > deadline) throw new Error(`timed out after ${seconds(timeoutMs)}: ${what}`);
+    await delay(everyMs);
+  }
+}
+
+/** CPU time (user + system) of a process, in ms, from /proc. */
+async function cpuMsOf(pid) {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in 1/100 s
+}
+
+/** CPU time of the embedded PostgreSQL: the postmaster and its backends, in ms. */
+async function postgresCpuMs(dataDir) {
+  const postmaster = Number(
+    (await readFile(`${dataDir}/data/postgres/postmaster.pid`, 'utf8')).split('\n')[0],
+  );
+  let total = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (stat === '') continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  }
+  return total;
+}
+
+/** Everything the bench started, closed in reverse order, once, also on failure or ^C. */
+class Closers {
+  constructor() {
+    this.list = [];
+  }
+  add(close) {
+    this.list.push(close);
+    return () => {
+      const at = this.list.indexOf(close);
+      if (at >= 0) this.list.splice(at, 1);
+      return close();
+    };
+  }
+  async run() {
+    for (const close of this.list.splice(0).reverse()) await close().catch(() => undefined);
+  }
+}
+
+class Bench {
+  constructor() {
+    this.closers = new Closers();
+  }
+
+  async setUp() {
+    const { closers } = this;
+    this.double = await loadKubeDouble();
+    this.tmp = await mkdtemp(`${tmpdir()}/kiln-opbench-`);
+    closers.add(() => rm(this.tmp, { recursive: true, force: true }));
+    this.postgres = await startPostgres();
+    closers.add(() => this.postgres.close());
+    this.raw = new pg.Client({ connectionString: this.postgres.url });
+    await this.raw.connect();
+    closers.add(() => this.raw.end());
+    this.clients = startClients(new URL('./support/operator-clients.mjs', import.meta.url));
+    closers.add(async () => this.clients.close());
+    this.jwtSecret = randomBytes(32).toString('hex');
+  }
+
+  /** A double with kiln's CRDs; its kubelet and Job controller off until a section turns them on. */
+  async startDouble(name) {
+    const { KubeApiServer, writeKubeconfig, crds } = this.double;
+    const double = await KubeApiServer.start({
+      crdDirectories: [crds],
+      namespaces: ['default', NS, BASELINE_NS],
+      kubelet: false,
+      jobController: false,
+      // A real API server keeps minutes of history; the default 1,000 changes would send every
+      // watch that reconnects during a 10,000-Build run to a full relist.
+      historyLimit: 1_000_000,
+    });
+    withoutGarbageCollector(double);
+    const stop = this.closers.add(() => double.stop());
+    const kubeconfig = writeKubeconfig(`${this.tmp}/${name}.kubeconfig`, double.url, NS);
+    return { double, kubeconfig, stop };
+  }
+
+  /** kiln in its own process against `kubeconfig`; resolves once the operator's workers run. */
+  async startKiln(kubeconfig) {
+    const kiln = startKilnProcess({
+      DATABASE_URL: this.postgres.url,
+      KUBECONFIG: kubeconfig,
+      KILN_RUNNER: 'kubernetes',
+      KILN_DATA_DIR: `${this.tmp}/kiln-data`,
+      KILN_JWT_SECRET: this.jwtSecret,
+      KILN_LOG_LEVEL: 'warn',
+      KILN_RATE_LIMIT_READS: '1000000',
+      KILN_RATE_LIMIT_WRITES: '1000000',
+      KILN_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
+      KILN_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+    });
+    const stopProcess = kiln.stop;
+    kiln.stop = this.closers.add(() => stopProcess());
+    await kiln.ready;
+    await until(
+      "kiln's operator to lead with synced caches",
+      async () => (await kiln.call('operator')).running,
+      60_000,
+      100,
+    );
+    return kiln;
+  }
+
+  /** The bootstrap admin's token, tenant and project; the project gets a git repository. */
+  async tenancy(kiln) {
+    const token = await this.clients.call('login', { baseUrl: kiln.baseUrl, ...ADMIN });
+    const { rows } = await this.raw.query(
+      `SELECT p.id AS project, p.tenant_id AS tenant FROM projects p WHERE p.name = 'default'`,
+    );
+    // As bench/soak.bench.mjs does: reference-form builds clone the project's repository.
+    await this.raw.query('UPDATE projects SET git_repository_url = $1 WHERE id = $2', [
+      GIT_URL,
+      rows[0].project,
+    ]);
+    return {
+      tenantId: rows[0].tenant,
+      projectId: rows[0].project,
+      headers: { authorization: `Bearer ${token}`, 'x-tenant-id': rows[0].tenant },
+    };
+  }
+}
+
+/** Waits until the operator started no reconcile for `quietMs` (at most `timeoutMs`). */
+async function quiet(kiln, quietMs, timeoutMs = 60_000) {
+  let last = -1;
+  let since = nowMs();
+  await until(
+    'the operator to go quiet',
+    async () => {
+      const { reconciles, queued, inFlight } = await kiln.call('operator');
+      if (reconciles !== last || queued > 0 || inFlight > 0) {
+        last = reconciles;
+        since = nowMs();
+      }
+      return nowMs() - since >= quietMs;
+    },
+    timeoutMs,
+    100,
+  );
+}
+
+/** The kiln messages (level: msg → count) that appeared since `before`. */
+function newMessages(kiln, before) {
+  const out = [];
+  for (const [key, count] of kiln.messages()) {
+    const grown = count - (before.get(key) ?? 0);
+    if (grown > 0) out.push(`${key} ×${int(grown)}`);
+  }
+  return out.length === 0 ? 'none' : out.join('; ');
+}
+
+/** Requests by method and path shape (names replaced), most frequent first. */
+function requestShapes(requests) {
+  const counts = new Map();
+  for (const r of requests) {
+    const path = r.path
+      .replace(/\/namespaces\/[^/]+/, '/namespaces/{ns}')
+      .replace(/\/(builds|jobs|pods|configmaps|events|leases)\/[^/]+/, '/$1/{name}');
+    const shape = `${r.method} ${path}${r.query.watch === 'true' ? ' (watch)' : ''}`;
+    counts.set(shape, (counts.get(shape) ?? 0) + 1);
+  }
+  return [...counts.entries()].sort((a, b) => b[1] - a[1]);
+}
+
+// ---- 1. Job creation rate and reconciles per build ------------------------------------------
+
+async function jobs(bench, kiln, tenancy, { double }) {
+  const n = JOBS.builds;
+  const began = nowMs();
+  const { baseUrl } = kiln;
+  const { headers, projectId } = tenancy;
+  // Untimed: n queued builds, their Build resources written (suspended) and mirrored.
+  const createdAt = nowMs();
+  const requestsAtCreate = double.requests.length;
+  const ids = await bench.clients.call('createBuilds', {
+    baseUrl,
+    headers,
+    projectId,
+    count: n,
+    concurrency: JOBS.restConcurrency,
+    branch: 'opbench',
+  });
+  const createSeconds = (nowMs() - createdAt) / 1000;
+  await until(
+    `${n} Build resources mirrored as queued`,
+    () =>
+      double.objects('kiln.dev/v1alpha1', 'builds', NS).filter((b) => b.status?.state === 'queued')
+        .length >= n,
+    120_000,
+    500,
+  );
+  await quiet(kiln, 1000);
+
+  const kilnJobs = new Map();
+  const baselineJobs = new Map();
+  let requestsAtLastJob = 0;
+  const unsubscribe = double.store.subscribe((event) => {
+    if (event.resource !== 'batch/jobs' || event.type !== 'ADDED') return;
+    const { namespace, name } = event.object.metadata;
+    const seen = namespace === NS ? kilnJobs : baselineJobs;
+    seen.set(name, nowMs());
+    if (namespace === NS && kilnJobs.size === n) requestsAtLastJob = double.requests.length;
+  });
+  try {
+    const messagesBefore = kiln.messages();
+    const cpuBefore = {
+      kiln: await cpuMsOf(kiln.pid),
+      postgres: await postgresCpuMs(bench.postgres.dir),
+      self: selfCpuMs(),
+    };
+    const requestsBefore = double.requests.length;
+    const creating = double.requests.slice(requestsAtCreate, requestsBefore);
+    const started = await bench.clients.call('startBuilds', {
+      baseUrl,
+      headers,
+      ids,
+      concurrency: JOBS.restConcurrency,
+    });
+    await until(`${n} Jobs created by kiln`, () => kilnJobs.size >= n, 300_000, 20);
+    const kilnMs = Math.max(...kilnJobs.values()) - started.t0;
+    const busy = {
+      kiln: (await cpuMsOf(kiln.pid)) - cpuBefore.kiln,
+      postgres: (await postgresCpuMs(bench.postgres.dir)) - cpuBefore.postgres,
+      self: selfCpuMs() - cpuBefore.self,
+    };
+    const share = (name) => `${Math.round((100 * busy[name]) / kilnMs)}%`;
+    await quiet(kiln, 2000);
+    const timeline = await kiln.call('reconciles', { keys: ids.map((id) => `${NS}/${id}`) });
+    const window = double.requests.slice(requestsBefore, requestsAtLastJob);
+    const afterSettle = double.requests.length - requestsBefore;
+
+    // The baseline: the Jobs kiln created, as kiln's pure jobSpec renders them (same bodies,
+    // without the ownerReference: the Build lives in another namespace), created straight
+    // through client-node on the operator's 4 lanes, into a namespace kiln does not watch.
+    const { rows } = await bench.raw.query(
+      `SELECT id, tenant_id, project_id, build_number, spec FROM builds WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
+    const bodies = rows.map((r) => {
+      const translation = BUILD_METHODS[r.spec.method].jobSpec(r.spec, {
+        buildId: r.id,
+        tenantId: r.tenant_id,
+        projectId: r.project_id,
+        buildNumber: r.build_number,
+        namespace: BASELINE_NS,
+        settings: DEFAULT_JOB_SETTINGS,
+        configMapName: `kiln-${r.id}`,
+      });
+      if (translation.kind !== 'job') throw new Error(`no Job for ${r.id}: ${translation.reason}`);
+      return translation.job;
+    });
+    const baseline = await bench.clients.call('createJobs', {
+      server: double.url,
+      namespace: BASELINE_NS,
+      bodies,
+      concurrency: JOBS.baselineConcurrency,
+    });
+    await until(`${n} baseline Jobs`, () => baselineJobs.size >= n, 120_000, 20);
+    const baselineMs = Math.max(...baselineJobs.values()) - baseline.t0;
+
+    // Reconciles of each Build that started before its Job appeared in the double.
+    const toJob = [];
+    const sinceStart = [];
+    const total = [];
+    for (const id of ids) {
+      const times = timeline[`${NS}/${id}`] ?? [];
+      const jobAt = kilnJobs.get(`kiln-${id}`);
+      toJob.push(times.filter((t) => t <= jobAt).length);
+      sinceStart.push(times.filter((t) => t >= started.t0 && t <= jobAt).length);
+      total.push(times.length);
+    }
+    const sorted = (values) => [...values].sort((a, b) => a - b);
+    const dist = (values) =>
+      `mean ${mean(values).toFixed(2)}, p99 ${percentile(sorted(values), 99)}, max ${Math.max(...values)}`;
+
+    const kilnRate = n / (kilnMs / 1000);
+    const baselineRate = n / (baselineMs / 1000);
+    const r = kilnRate / baselineRate;
+    const perBuild = mean(toJob);
+    console.log(
+      `jobs: kiln ${int(n)} builds started → ${int(n)} Jobs in ${seconds(kilnMs)} = ${int(kilnRate)} Jobs/s | ` +
+        `baseline createNamespacedJob ×${JOBS.baselineConcurrency} ${seconds(baselineMs)} = ${int(baselineRate)} Jobs/s | ` +
+        `ratio ${ratio(r)} (goal >= ${JOBS.goalRatio}: ${verdict(r >= JOBS.goalRatio)})`,
+    );
+    console.log(
+      `  reconciles per build up to its Job: ${dist(toJob)} (goal mean <= ${JOBS.goalReconciles}: ` +
+        `${verdict(perBuild <= JOBS.goalReconciles)}); of them after the start: ${dist(sinceStart)}; ` +
+        `all, once quiet: ${dist(total)}`,
+    );
+    console.log(
+      `  kiln = POST /builds/{id}/start over REST (${JOBS.restConcurrency} lanes, answered in ` +
+        `${seconds(started.t1 - started.t0)}) of ${int(n)} queued reference builds (created untimed ` +
+        `in ${createSeconds.toFixed(1)} s), first start → last Job ADDED in the double; the double's ` +
+        `kubelet and Job controller are off, so no pod runs`,
+    );
+    const shapes = (requests) =>
+      `${int(requests.length)} (${(requests.length / n).toFixed(2)} per build): ` +
+      requestShapes(requests)
+        .slice(0, 6)
+        .map(([shape, count]) => `${shape} ×${int(count)}`)
+        .join(', ');
+    console.log(
+      `  requests kiln sent the double while the builds were created: ${shapes(creating)}`,
+    );
+    console.log(
+      `  … from the first start to the last Job: ${shapes(window)}; ${int(afterSettle)} once quiet`,
+    );
+    console.log(
+      `  CPU from the first start to the last Job (100% = one core): kiln ${share('kiln')}, ` +
+        `PostgreSQL ${share('postgres')}, the double ${share('self')}; kiln warnings/errors: ` +
+        `${newMessages(kiln, messagesBefore)}; ${seconds(nowMs() - began)}`,
+    );
+  } finally {
+    unsubscribe();
+  }
+}
+
+// ---- 3. Log ingest from pods ----------------------------------------------------------------
+
+/** kiln's RSS sampled every 250 ms from /proc until `stop()`; `peak` is the largest. */
+function rssSampler(kiln, first) {
+  const sampler = { peak: first };
+  const timer = setInterval(() => {
+    kiln.rss().then(
+      (bytes) => (sampler.peak = Math.max(sampler.peak, bytes)),
+      () => undefined,
+    );
+  }, 250);
+  sampler.stop = () => clearInterval(timer);
+  return sampler;
+}
+
+/**
+ * The baseline: the repository's INSERT … unnest of the same lines (batches of 500, level INFO,
+ * metadata {"container":"build"}) on one pg connection, into a build of its own. Lines/s.
+ */
+async function rawIngest(bench, kiln, tenancy, lines) {
+  const [rawBuild] = await bench.clients.call('createBuilds', {
+    baseUrl: kiln.baseUrl,
+    headers: tenancy.headers,
+    projectId: tenancy.projectId,
+    count: 1,
+    concurrency: 1,
+    branch: 'opbench-raw',
+  });
+  const metadata = JSON.stringify({ container: 'build' });
+  let seq = 0;
+  const insert = async (from) => {
+    const texts = lines.slice(from, from + LOGS.rawBatch);
+    const ts = new Date().toISOString();
+    await bench.raw.query(RAW_INSERT, [
+      rawBuild,
+      seq,
+      texts.map(() => ts),
+      texts.map(() => 'INFO'),
+      texts,
+      texts.map(() => metadata),
+    ]);
+    seq += texts.length;
+  };
+  for (let i = 0; i < 20; i++) await insert(i * LOGS.rawBatch);
+  const begin = nowMs();
+  for (let done = 0; done < LOGS.rawLines; done += LOGS.rawBatch)
+    await insert(done % (lines.length - LOGS.rawBatch));
+  return LOGS.rawLines / ((nowMs() - begin) / 1000);
+}
+
+async function logs(bench, kiln, tenancy, { double }) {
+  const began = nowMs();
+  const { pods, linesPerSecond, windowSeconds, warmupSeconds } = LOGS;
+  // Long enough that every pod still prints through the window however long kiln takes to
+  // follow them all; the kubelet stops after the window, so only what is printed is kept.
+  const printSeconds = warmupSeconds + windowSeconds + 60;
+  const lines = makeLines(linesPerSecond * printSeconds, { seed: 12 });
+
+  // The baseline first, on a quiet machine.
+  const rawRate = await rawIngest(bench, kiln, tenancy, lines);
+
+  // kiln: `pods` builds whose builder prints `linesPerSecond` lines/s each. Every Job first,
+  // with the Job controller off, then every pod at once (the controller woken for each Job),
+  // so that all of them print through the same window.
+  double.kubelet.script(KANIKO, { lines, linesPerSecond, linesPerWrite: LOGS.linesPerWrite });
+  double.kubelet.script(GIT, {});
+  const messagesBefore = kiln.messages();
+  const request = { baseUrl: kiln.baseUrl, headers: tenancy.headers };
+  const ids = await bench.clients.call('createBuilds', {
+    ...request,
+    projectId: tenancy.projectId,
+    count: pods,
+    concurrency: JOBS.restConcurrency,
+    branch: 'opbench-logs',
+  });
+  await bench.clients.call('startBuilds', { ...request, ids, concurrency: JOBS.restConcurrency });
+  const jobNames = ids.map((id) => `kiln-${id}`);
+  await until(
+    `kiln to create ${pods} Jobs`,
+    () => jobNames.every((name) => double.object('batch/v1', 'jobs', NS, name) !== undefined),
+    60_000,
+    100,
+  );
+  const count = async () =>
+    (
+      await bench.raw.query(
+        'SELECT count(*)::int AS n FROM build_log_lines WHERE build_id = ANY($1::uuid[])',
+        [ids],
+      )
+    ).rows[0].n;
+  // What the pods printed so far: the double's stored lines of the builder containers.
+  const printed = () => {
+    let total = 0;
+    for (const [key, stored] of double.logs) if (key.endsWith('/build')) total += stored.length;
+    return total;
+  };
+  const following = () => double.openLogStreams({ namespace: NS, container: 'build' });
+  // CPU first (reading /proc takes a moment), then the instant, the printed lines, the rows.
+  const sample = async () => {
+    const cpu = {
+      kiln: await cpuMsOf(kiln.pid),
+      self: selfCpuMs(),
+      postgres: await postgresCpuMs(bench.postgres.dir),
+    };
+    const t = nowMs();
+    const linesPrinted = printed();
+    const stored = await count();
+    return { cpu, t, printed: linesPrinted, stored, countMs: nowMs() - t };
+  };
+
+  const rssBefore = await kiln.rss();
+  const rss = rssSampler(kiln, rssBefore);
+  const unbatch = batchPodLogWrites(double, LOGS.handOnMs);
+  let before;
+  let after;
+  let followedAfter;
+  let reconcilesToFollow;
+  try {
+    double.kubelet.enabled = true;
+    double.jobController.enabled = true;
+    for (const name of jobNames) double.jobController.enqueue(NS, name);
+    const podsStarted = nowMs();
+    const reconcilesBefore = (await kiln.call('operator')).reconciles;
+    try {
+      await until(`kiln to follow the builder of ${pods} pods`, () => following() >= pods, 90_000);
+    } catch (error) {
+      const state = JSON.stringify(await kiln.call('operator'));
+      throw new Error(
+        `${error.message} (${following()} followed; operator ${state}; kiln: ${newMessages(kiln, messagesBefore)})`,
+        { cause: error },
+      );
+    }
+    followedAfter = nowMs() - podsStarted;
+    reconcilesToFollow = (await kiln.call('operator')).reconciles - reconcilesBefore;
+    await delay(warmupSeconds * 1000);
+    before = await sample();
+    await delay(windowSeconds * 1000);
+    after = await sample();
+    after.following = following();
+  } finally {
+    // The pods stop printing; kiln still holds what it read and has not stored.
+    double.kubelet.stop();
+    unbatch();
+    rss.stop();
+  }
+  const backlog = printed() - (await count());
+
+  const windowS = (after.t - before.t) / 1000;
+  const kilnRate = (after.stored - before.stored) / windowS;
+  const offeredRate = (after.printed - before.printed) / windowS;
+  const busy = (name) => `${Math.round((after.cpu[name] - before.cpu[name]) / windowS / 10)}%`;
+  console.log(
+    `logs: kiln ${int(kilnRate)} lines/s stored | raw unnest INSERT ${int(rawRate)} lines/s | ` +
+      `ratio ${ratio(kilnRate / rawRate)} (no goal set; ${int(pods * linesPerSecond)} lines/s offered)`,
+  );
+  console.log(
+    `  ${pods} pods, each builder printing ${int(linesPerSecond)} lines/s (${LOGS.linesPerWrite} ` +
+      `a write, handed to the streams every ${LOGS.handOnMs} ms), ` +
+      `${Math.round(averageBytes(lines))} B average; kiln = rows added to build_log_lines in a ` +
+      `${windowS.toFixed(1)} s window that began ${warmupSeconds} s after all ${pods} streams ` +
+      `were followed (${seconds(followedAfter)} after the pods started); the pods printed ` +
+      `${int(offeredRate)} lines/s in it; ${after.following} streams still followed at its end; ` +
+      `printed but not yet stored then: ${int(backlog)} lines`,
+  );
+  console.log(
+    `  CPU in the window (100% = one core): kiln ${busy('kiln')}, PostgreSQL ` +
+      `${busy('postgres')}, the double (bench process) ${busy('self')}; raw = ` +
+      `${int(LOGS.rawLines)} lines before the pods ran, one pg connection, no parsing, masking, ` +
+      `row lock, counters or NOTIFY`,
+  );
+  console.log(
+    `  until every stream was followed the operator ran ${reconcilesToFollow} reconciles ` +
+      `(${(reconcilesToFollow / (followedAfter / 1000)).toFixed(1)}/s); kiln RSS ` +
+      `${mib(rssBefore)} before the pods, ${mib(rss.peak)} at most; counting the rows took ` +
+      `${seconds(before.countMs)} and ${seconds(after.countMs)}`,
+  );
+  console.log(`  kiln warnings/errors: ${newMessages(kiln, messagesBefore)}`);
+  // How long kiln's graceful shutdown takes with that backlog (dist/main.js exits 1 past
+  // KILN_SHUTDOWN_TIMEOUT_SECONDS + 5 s; so does the bench's kiln process).
+  const stopping = nowMs();
+  const { code, signal } = await kiln.stop();
+  console.log(
+    `  kiln stopped (SIGTERM → exit ${code ?? signal}` +
+      `${code === 1 ? ': forced, past its shutdown timeout' : ''}) in ` +
+      `${seconds(nowMs() - stopping)} after the pods stopped printing; ${seconds(nowMs() - began)}`,
+  );
+}
+
+/** The statement BuildLogsRepository.append uses, without the row lock, counters and NOTIFY. */
+const RAW_INSERT = `INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
+  SELECT $1, $2::int + (t.ord - 1)::int, t.ts, t.level, t.message, t.metadata
+    FROM unnest($3::timestamptz[], $4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY
+         AS t(ts, level, message, metadata, ord)`;
+
+// ---- 2. RSS with 10,000 Build resources cached ----------------------------------------------
+
+/** RSS once the operator is quiet: the median of 5 samples, then heap figures after a full GC. */
+async function settledMemory(kiln) {
+  await quiet(kiln, 2000, 300_000);
+  await delay(3000);
+  const samples = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push(await kiln.rss());
+    await delay(500);
+  }
+  const memory = await kiln.call('memory');
+  const collected = await kiln.call('collected');
+  await delay(500);
+  return {
+    rss: median(samples),
+    heapUsed: memory.heapUsed,
+    collectedRss: await kiln.rss(),
+    collectedHeap: collected.heapUsed,
+  };
+}
+
+/** A Build as `kubectl create` would write it: no build id label, so kiln registers it. */
+function cachedBuild(i, { tenantId, projectId }) {
+  return {
+    apiVersion: 'kiln.dev/v1alpha1',
+    kind: 'Build',
+    metadata: {
+      name: `cached-${String(i).padStart(5, '0')}`,
+      namespace: NS,
+      labels: { 'app.kubernetes.io/part-of': 'opbench' },
+    },
+    spec: {
+      tenantId,
+      projectId,
+      form: 'reference',
+      method: 'kaniko',
+      source: { repository: GIT_URL, branch: `cached-${i}`, context: '.' },
+      output: {
+        image: 'registry.example.com/bench/app',
+        tags: [`registry.example.com/bench/app:${i}`],
+      },
+      buildArgs: { VERSION: `1.0.${i}` },
+      timeoutSeconds: 3600,
+      suspend: true,
+    },
+  };
+}
+
+async function rss(bench, tenancy) {
+  const began = nowMs();
+  const n = CACHE.builds;
+  const { double, kubeconfig, stop } = await bench.startDouble('cache');
+  // The baseline: the same kiln, a fresh process, with no Build.
+  const empty = await bench.startKiln(kubeconfig);
+  const base = await settledMemory(empty);
+  await empty.stop();
+
+  for (let i = 0; i < n; i++)
+    double.createAsController('kiln.dev/v1alpha1', 'Build', cachedBuild(i, tenancy));
+  const registered = new Set();
+  const unsubscribe = double.store.subscribe((event) => {
+    if (event.resource === 'kiln.dev/builds' && event.object.status?.buildId !== undefined)
+      registered.add(event.object.metadata.name);
+  });
+  try {
+    const startedAt = nowMs();
+    const kiln = await bench.startKiln(kubeconfig);
+    let peak = await kiln.rss();
+    const sampler = setInterval(() => {
+      kiln.rss().then(
+        (bytes) => (peak = Math.max(peak, bytes)),
+        () => undefined,
+      );
+    }, 250);
+    let registeredMs;
+    try {
+      await until(`${n} Builds registered`, () => registered.size >= n, 600_000, 100);
+      registeredMs = nowMs() - startedAt;
+    } finally {
+      clearInterval(sampler);
+    }
+    const cached = await settledMemory(kiln);
+    const timeline = await kiln.call('reconciles');
+    const perBuild = Object.entries(timeline)
+      .filter(([key]) => key.startsWith(`${NS}/cached-`))
+      .map(([, times]) => times.length);
+    const shapes = requestShapes(double.requests)
+      .slice(0, 6)
+      .map(([shape, count]) => `${shape} ×${int(count)}`)
+      .join(', ');
+    const messages = newMessages(kiln, new Map());
+    await kiln.stop();
+
+    // The steady state: kiln restarted with the same Builds, all registered already.
+    const restartedAt = nowMs();
+    const again = await bench.startKiln(kubeconfig);
+    await quiet(again, 2000, 300_000);
+    const restartSettled = nowMs() - restartedAt;
+    const restarted = await settledMemory(again);
+    const againMessages = newMessages(again, new Map());
+    await again.stop();
+
+    const goal = CACHE.goalMiB * 2 ** 20;
+    console.log(
+      `rss: kiln with ${int(n)} Builds cached ${mib(cached.rss)} | same kiln with 0 Builds ` +
+        `${mib(base.rss)} | ratio ${ratio(cached.rss / base.rss)} ` +
+        `(goal <= ${CACHE.goalMiB} MiB: ${verdict(cached.rss <= goal)})`,
+    );
+    console.log(
+      `  ${int(n)} suspended Builds without a build id label (as kubectl would create them) stored ` +
+        `in the double before kiln started; kiln registered each (a database row, an Event, a ` +
+        `status write) in ${seconds(registeredMs)} (${int(n / (registeredMs / 1000))}/s), peak RSS ` +
+        `${mib(peak)}; reconciles per Build: mean ${mean(perBuild).toFixed(2)}, max ${Math.max(0, ...perBuild)}`,
+    );
+    console.log(
+      `  RSS = median of 5 samples from /proc once no reconcile ran for 2 s, + 3 s; after a full GC: ` +
+        `${mib(cached.collectedRss)} (heap used ${mib(cached.heapUsed)} → ${mib(cached.collectedHeap)}) ` +
+        `vs ${mib(base.collectedRss)} (heap ${mib(base.heapUsed)} → ${mib(base.collectedHeap)})`,
+    );
+    console.log(
+      `  restarted with the ${int(n)} Builds registered (nothing to write): ${mib(restarted.rss)} ` +
+        `(quiet ${seconds(restartSettled)} after the start; after a full GC ${mib(restarted.collectedRss)}, ` +
+        `heap used ${mib(restarted.heapUsed)} → ${mib(restarted.collectedHeap)}); ` +
+        `goal <= ${CACHE.goalMiB} MiB: ${verdict(restarted.rss <= goal)}`,
+    );
+    console.log(`  requests to the double: ${shapes}`);
+    console.log(
+      `  kiln warnings/errors: ${messages}; after the restart: ${againMessages}; ${seconds(nowMs() - began)}`,
+    );
+  } finally {
+    unsubscribe();
+    await stop();
+  }
+}
+
+// ---- main -----------------------------------------------------------------------------------
+
+async function main() {
+  const only = process.argv.slice(2);
+  const wanted = (name) => only.length === 0 || only.includes(name);
+  const bench = new Bench();
+  let cleaned;
+  const cleanup = () => (cleaned ??= bench.closers.run());
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  try {
+    await bench.setUp();
+    const version = (await bench.raw.query('SHOW server_version')).rows[0].server_version;
+    console.log(
+      `bench/operator: kiln from dist/ (KILN_ROLE=all, KILN_RUNNER=kubernetes) in its own process ` +
+        `against the Kubernetes API server double (test/support/kube/) in the bench's process; ` +
+        `embedded PostgreSQL ${version} on /dev/shm (fsync off); node ${process.version}, ` +
+        `${cpus().length} CPUs; goals are reported, not asserted`,
+    );
+    // The first kiln bootstraps the admin, tenant and project, and runs sections 1 and 3.
+    const first = await bench.startDouble('main');
+    const kiln = await bench.startKiln(first.kubeconfig);
+    const tenancy = await bench.tenancy(kiln);
+    if (wanted('jobs')) await jobs(bench, kiln, tenancy, first);
+    if (wanted('logs')) await logs(bench, kiln, tenancy, first);
+    await kiln.stop();
+    await first.stop();
+    if (wanted('rss')) await rss(bench, tenancy);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
