@@ -1,6 +1,7 @@
+import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
-import { type BuildSpec, type SpecContext, specOfManifest } from './build-spec.js';
+import type { BuildSpec, SpecContext } from './build-spec.js';
 import { container, containerfileFor } from './container.js';
 import { KANIKO_IMAGE } from './images.js';
 import {
@@ -11,7 +12,6 @@ import {
   SOURCE_SCRIPT,
 } from './job.js';
 import { KANIKO_SECURITY_CONTEXT } from './kaniko.js';
-import { validateManifest } from './manifest.js';
 
 describe(containerfileFor.name, () => {
   it('starts from the base image, declares build-time variables, then the instructions in order', () => {
@@ -70,28 +70,12 @@ function containerSpec(
   extra: Record<string, unknown> = {},
   ctx: SpecContext = specContext,
 ): BuildSpec {
-  const result = validateManifest(
-    {
-      name: 'app',
-      type: 'container',
-      base_image: 'docker.io/library/node:22-alpine',
-      instructions: ['WORKDIR /app', 'COPY . .', 'RUN npm ci'],
-      environment: { NODE_ENV: 'production', GREETING: 'hi there' },
-      tags: ['v1'],
-      build_config: {
-        sbom_tool: 'syft',
-        scan_tool: 'trivy',
-        registry_type: 'harbor',
-        secret_manager_type: 'vault',
-        build_type: 'container',
-        ...buildConfig,
-      },
-      ...extra,
-    },
-    { defaultRegistry: ctx.project.defaultRegistry ?? ctx.defaultRegistry },
-  );
-  if (!result.ok) throw new Error(`manifest refused: ${JSON.stringify(result.details)}`);
-  return specOfManifest(result.manifest, ctx);
+  return manifestSpec(ctx, 'container', buildConfig, {
+    base_image: 'docker.io/library/node:22-alpine',
+    instructions: ['WORKDIR /app', 'COPY . .', 'RUN npm ci'],
+    environment: { NODE_ENV: 'production', GREETING: 'hi there' },
+    ...extra,
+  });
 }
 
 function jobOfTranslation(translation: JobTranslation): V1Job {

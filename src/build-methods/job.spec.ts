@@ -1,6 +1,7 @@
+import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Job } from '@kubernetes/client-node';
 
-import { type BuildSpec, type SpecContext, specOfManifest } from './build-spec.js';
+import type { BuildSpec, SpecContext } from './build-spec.js';
 import { GIT_IMAGE, isPinnedByDigest, KANIKO_IMAGE } from './images.js';
 import {
   buildObjectName,
@@ -10,7 +11,6 @@ import {
   type JobContext,
 } from './job.js';
 import { kaniko } from './kaniko.js';
-import { validateManifest } from './manifest.js';
 import { BUILD_METHODS } from './methods.js';
 import type { MethodName } from './types.js';
 
@@ -34,34 +34,15 @@ const jobContext: JobContext = {
   configMapName: 'kiln-0f0e0d0c-0b0a-4909-8807-060504030201',
 };
 
-function manifestSpec(type: MethodName, buildConfig: Record<string, unknown>): BuildSpec {
-  const result = validateManifest(
-    {
-      name: 'app',
-      type,
-      base_image: '',
-      instructions: [],
-      environment: {},
-      tags: ['v1'],
-      build_config: {
-        sbom_tool: 'syft',
-        scan_tool: 'trivy',
-        registry_type: 'harbor',
-        secret_manager_type: 'vault',
-        build_type: type,
-        ...buildConfig,
-      },
-    },
-    { defaultRegistry: specContext.defaultRegistry },
-  );
-  if (!result.ok) throw new Error(`manifest refused: ${JSON.stringify(result.details)}`);
-  return specOfManifest(result.manifest, specContext);
+/** The spec kiln stores for a manifest of `type` with no build-time environment. */
+function specOf(type: MethodName, buildConfig: Record<string, unknown>): BuildSpec {
+  return manifestSpec(specContext, type, buildConfig, { environment: {} });
 }
 
 /** A kaniko Job that keeps every rule, to break one rule at a time. */
 function goodJob(): V1Job {
   const translation = kaniko.jobSpec(
-    manifestSpec('kaniko', { dockerfile: 'FROM scratch\n' }),
+    specOf('kaniko', { dockerfile: 'FROM scratch\n' }),
     jobContext,
   );
   if (translation.kind !== 'job') throw new Error(translation.reason);
@@ -70,12 +51,12 @@ function goodJob(): V1Job {
 
 describe('methods without a Job yet', () => {
   it.each<[MethodName, BuildSpec]>([
-    ['buildx', manifestSpec('buildx', { dockerfile: 'FROM scratch\n' })],
+    ['buildx', specOf('buildx', { dockerfile: 'FROM scratch\n' })],
     [
       'paketo',
-      manifestSpec('paketo', { paketo_config: { builder: 'paketobuildpacks/builder-jammy-base' } }),
+      specOf('paketo', { paketo_config: { builder: 'paketobuildpacks/builder-jammy-base' } }),
     ],
-    ['packer', manifestSpec('packer', { packer_template: 'source "null" "x" {}' })],
+    ['packer', specOf('packer', { packer_template: 'source "null" "x" {}' })],
   ])('%s answers unsupported, pointing at the local runner', (method, spec) => {
     expect(BUILD_METHODS[method].jobSpec(spec, jobContext)).toEqual({
       kind: 'unsupported',

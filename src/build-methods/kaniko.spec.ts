@@ -1,6 +1,7 @@
+import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
-import { type BuildSpec, type SpecContext, specOfManifest, specOfReference } from './build-spec.js';
+import { type BuildSpec, type SpecContext, specOfReference } from './build-spec.js';
 import { KANIKO_IMAGE } from './images.js';
 import {
   DEFAULT_JOB_SETTINGS,
@@ -10,7 +11,6 @@ import {
   SOURCE_SCRIPT,
 } from './job.js';
 import { kaniko, KANIKO_SECURITY_CONTEXT } from './kaniko.js';
-import { validateManifest } from './manifest.js';
 import type { MethodName } from './types.js';
 
 const REPOSITORY = 'https://git.example.com/web.git';
@@ -66,34 +66,13 @@ const SOURCE_RESOURCES = {
 const SHELL_BAIT = 'a b; rm -rf / && echo "$HOME" `id` $(id) | cat > /x \'q\' \\n';
 
 /** The spec kiln stores for a manifest, through the same validation the API runs. */
-function manifestSpec(
+function specOf(
   type: MethodName,
   buildConfig: Record<string, unknown>,
   extra: Record<string, unknown> = {},
   ctx: SpecContext = specContext,
 ): BuildSpec {
-  const result = validateManifest(
-    {
-      name: 'app',
-      type,
-      base_image: '',
-      instructions: [],
-      environment: { CI: 'true' },
-      tags: ['v1'],
-      build_config: {
-        sbom_tool: 'syft',
-        scan_tool: 'trivy',
-        registry_type: 'harbor',
-        secret_manager_type: 'vault',
-        build_type: type,
-        ...buildConfig,
-      },
-      ...extra,
-    },
-    { defaultRegistry: ctx.project.defaultRegistry ?? ctx.defaultRegistry },
-  );
-  if (!result.ok) throw new Error(`manifest refused: ${JSON.stringify(result.details)}`);
-  return specOfManifest(result.manifest, ctx);
+  return manifestSpec(ctx, type, buildConfig, extra);
 }
 
 /** A wizard kaniko build with an inline Dockerfile. */
@@ -102,7 +81,7 @@ function wizard(
   extra: Record<string, unknown> = {},
   ctx: SpecContext = specContext,
 ): BuildSpec {
-  return manifestSpec(
+  return specOf(
     'kaniko',
     { dockerfile: 'FROM alpine:3.20\nRUN echo hi\n', ...buildConfig },
     extra,

@@ -1,3 +1,4 @@
+import { manifestSpec } from '../../test/support/build-specs.js';
 import {
   type BuildSpec,
   pushTargets,
@@ -5,7 +6,6 @@ import {
   specOfManifest,
   specOfReference,
 } from './build-spec.js';
-import { validateManifest } from './manifest.js';
 import { BUILD_METHODS, localPlanOf } from './methods.js';
 import { METHOD_NAMES, type MethodName } from './types.js';
 
@@ -19,13 +19,6 @@ const context: SpecContext = {
   timeoutSeconds: 900,
 };
 
-const choices = {
-  sbom_tool: 'syft',
-  scan_tool: 'trivy',
-  registry_type: 'harbor',
-  secret_manager_type: 'vault',
-};
-
 /** The spec kiln stores for a manifest, through the same validation the API runs. */
 function specOf(
   type: MethodName,
@@ -33,21 +26,7 @@ function specOf(
   extra: Record<string, unknown> = {},
   ctx: SpecContext = context,
 ): BuildSpec {
-  const result = validateManifest(
-    {
-      name: 'app',
-      type,
-      base_image: '',
-      instructions: [],
-      environment: { CI: 'true' },
-      tags: ['v1'],
-      build_config: { ...choices, build_type: type, ...buildConfig },
-      ...extra,
-    },
-    { defaultRegistry: ctx.project.defaultRegistry ?? ctx.defaultRegistry },
-  );
-  if (!result.ok) throw new Error(`manifest refused: ${JSON.stringify(result.details)}`);
-  return specOfManifest(result.manifest, ctx);
+  return manifestSpec(ctx, type, buildConfig, extra);
 }
 
 describe('BUILD_METHODS', () => {

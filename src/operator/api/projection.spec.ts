@@ -1,11 +1,10 @@
+import { manifestSpec } from '../../../test/support/build-specs.js';
 import {
   type BuildSpec,
   type MethodConfig,
   type SpecContext,
-  specOfManifest,
   specOfReference,
 } from '../../build-methods/build-spec.js';
-import { validateManifest } from '../../build-methods/manifest.js';
 import {
   METHOD_NAMES,
   type MethodName,
@@ -60,28 +59,10 @@ function specOf(
   buildConfig: Record<string, unknown>,
   extra: Record<string, unknown> = {},
 ): BuildSpec {
-  const result = validateManifest(
-    {
-      name: 'app',
-      type,
-      base_image: '',
-      instructions: [],
-      environment: { CI: 'true' },
-      tags: ['v1', 'reg.io:5000/team/app:2'],
-      build_config: {
-        sbom_tool: 'syft',
-        scan_tool: 'trivy',
-        registry_type: 'harbor',
-        secret_manager_type: 'vault',
-        build_type: type,
-        ...buildConfig,
-      },
-      ...extra,
-    },
-    { defaultRegistry: context.defaultRegistry },
-  );
-  if (!result.ok) throw new Error(`manifest refused: ${JSON.stringify(result.details)}`);
-  return specOfManifest(result.manifest, context);
+  return manifestSpec(context, type, buildConfig, {
+    tags: ['v1', 'reg.io:5000/team/app:2'],
+    ...extra,
+  });
 }
 
 const build = (spec: BuildSpec) => ({
