@@ -117,6 +117,82 @@ describe(BuildLifecycle.name, () => {
     },
   );
 
+  /** A terminal transition of a running build, with the completion time it is given. */
+  const ends: Array<[string, (id: string, at?: Date) => Promise<BuildEntity>]> = [
+    ['succeed', (id, at) => lifecycle.succeed(id, at)],
+    ['fail', (id, at) => lifecycle.fail(id, 'BuildFailed', 'step 2 failed', at)],
+    ['cancel', (id, at) => lifecycle.cancel(tenantId, id, 'no longer needed', at)],
+  ];
+
+  /** A running build that started an hour ago (by the database's clock). */
+  async function startedAnHourAgo(): Promise<BuildEntity> {
+    const { id } = await running();
+    await dataSource.query(
+      "UPDATE builds SET started_at = started_at - interval '1 hour' WHERE id = $1",
+      [id],
+    );
+    return stored(id);
+  }
+
+  async function databaseNow(): Promise<number> {
+    const [{ now }] = await dataSource.query<[{ now: Date }]>('SELECT clock_timestamp() AS now');
+    return now.getTime();
+  }
+
+  it.each(ends)(
+    'OP-03 %s records the completion time it is given, not the time of the write',
+    async (_, end) => {
+      const build = await startedAnHourAgo();
+      const at = new Date(build.startedAt!.getTime() + 10 * 60_000 + 123);
+
+      const ended = await end(build.id, at);
+
+      expect(ended.completedAt).toEqual(at);
+      expect((await stored(build.id)).completedAt).toEqual(at);
+    },
+  );
+
+  it.each(ends)(
+    "OP-03 %s clamps a completion time before started_at (another clock's) to started_at",
+    async (_, end) => {
+      const build = await startedAnHourAgo();
+
+      const ended = await end(build.id, new Date(build.startedAt!.getTime() - 5_000));
+
+      expect(ended.completedAt).toEqual(build.startedAt);
+      expect((await stored(build.id)).completedAt).toEqual(build.startedAt);
+    },
+  );
+
+  it.each(ends)(
+    'OP-03 %s clamps a completion time after the write (a clock ahead of kiln\'s) to the write',
+    async (_, end) => {
+      const build = await startedAnHourAgo();
+      const before = await databaseNow();
+
+      const ended = await end(build.id, new Date(Date.now() + 3_600_000));
+
+      const after = await databaseNow();
+      expect(ended.completedAt!.getTime()).toBeGreaterThanOrEqual(before);
+      expect(ended.completedAt!.getTime()).toBeLessThanOrEqual(after);
+    },
+  );
+
+  it.each(ends)(
+    'OP-03 %s without a completion time records the time of the write',
+    async (_, end) => {
+      const build = await startedAnHourAgo();
+      const before = await databaseNow();
+
+      const ended = await end(build.id);
+
+      const after = await databaseNow();
+      expect(ended.completedAt!.getTime()).toBeGreaterThanOrEqual(before);
+      expect(ended.completedAt!.getTime()).toBeLessThanOrEqual(after);
+      expect((await stored(build.id)).completedAt).toEqual(ended.completedAt);
+    },
+  );
+
   it('takes back a start the runner refused: queued again with no start time or runner, and startable', async () => {
     const build = await running();
     await lifecycle.setRunnerRef(build.id, 'kubernetes/x');

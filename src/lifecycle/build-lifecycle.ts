@@ -126,20 +126,25 @@ export class BuildLifecycle {
     return this.apply(id, undefined, 'unstart', { startedAt: null, runnerRef: null });
   }
 
-  /** in_progress → cancelled (the API). */
-  cancel(tenantId: string, id: string, reason: string | null): Promise<BuildEntity> {
-    return this.apply(id, tenantId, 'cancel', { completedAt: 'now', cancelReason: reason });
+  /** in_progress → cancelled (the API); `at` as for succeed. */
+  cancel(tenantId: string, id: string, reason: string | null, at?: Date): Promise<BuildEntity> {
+    return this.apply(id, tenantId, 'cancel', { completedAt: at ?? 'now', cancelReason: reason });
   }
 
-  /** in_progress → success (a runner). */
-  succeed(id: string): Promise<BuildEntity> {
-    return this.apply(id, undefined, 'succeed', { completedAt: 'now' });
+  /**
+   * in_progress → success (a runner). completed_at is `at` when given: the build ended before
+   * this write (the operator passes when its Job ended in the cluster, which may be long before
+   * it came to write it); the write's time otherwise. `at` is read from another clock: one
+   * before started_at is recorded as started_at, so a duration is never negative.
+   */
+  succeed(id: string, at?: Date): Promise<BuildEntity> {
+    return this.apply(id, undefined, 'succeed', { completedAt: at ?? 'now' });
   }
 
-  /** in_progress → failed with a bounded reason (a runner). */
-  fail(id: string, reason: FailureReason, message: string): Promise<BuildEntity> {
+  /** in_progress → failed with a bounded reason (a runner); `at` as for succeed. */
+  fail(id: string, reason: FailureReason, message: string, at?: Date): Promise<BuildEntity> {
     return this.apply(id, undefined, 'fail', {
-      completedAt: 'now',
+      completedAt: at ?? 'now',
       failureReason: reason,
       errorMessage: message.slice(0, ERROR_MESSAGE_LIMIT),
     });

@@ -37,7 +37,8 @@ export interface BuildListQuery {
 /** Columns a transition may set besides status. */
 export interface TransitionChanges {
   readonly startedAt?: 'now' | null;
-  readonly completedAt?: 'now';
+  /** The write's time, or when the build ended by another clock (clamped to started_at). */
+  readonly completedAt?: 'now' | Date;
   readonly errorMessage?: string | null;
   readonly failureReason?: FailureReason | null;
   readonly cancelReason?: string | null;
@@ -205,6 +206,14 @@ export class BuildsRepository {
     if (changes.startedAt === 'now') sets.push('started_at = now()');
     if (changes.startedAt === null) sets.push('started_at = NULL');
     if (changes.completedAt === 'now') sets.push('completed_at = now()');
+    else if (changes.completedAt !== undefined) {
+      // A time from another clock (a cluster's) can fall before kiln's started_at or after the
+      // write: a build never ends before it started, nor after kiln recorded its end.
+      params.push(changes.completedAt);
+      sets.push(
+        `completed_at = LEAST(now(), GREATEST(started_at, $${params.length}::timestamptz))`,
+      );
+    }
     if (changes.errorMessage !== undefined) set('error_message', changes.errorMessage);
     if (changes.failureReason !== undefined) set('failure_reason', changes.failureReason);
     if (changes.cancelReason !== undefined) set('cancel_reason', changes.cancelReason);

@@ -416,10 +416,11 @@ export class BuildReconciler {
   }
 
   private record(record: BuildEntity, outcome: JobOutcome): Promise<BuildEntity> {
-    if (outcome.kind === 'success') return this.deps.lifecycle.succeed(record.id);
+    // completed_at is when the Job ended in the cluster, not this write (maybe long after).
+    if (outcome.kind === 'success') return this.deps.lifecycle.succeed(record.id, outcome.endedAt);
     // A termination message holds the last lines of the log: masked like the log.
     const message = this.deps.sink.maskText(record.id, outcome.message);
-    return this.deps.lifecycle.fail(record.id, outcome.reason, message);
+    return this.deps.lifecycle.fail(record.id, outcome.reason, message, outcome.endedAt);
   }
 
   // ---- ending -----------------------------------------------------------------------------

@@ -1,11 +1,20 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
+import { BUILDER_CONTAINER } from '../../build-methods/job.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
 import { containerStatusesOf } from './pod-state.js';
 
-/** How a build's Job ended, read from the Job and its pod (pure). */
-export type JobOutcome =
+type Ending =
   | { readonly kind: 'success' }
   | { readonly kind: 'failed'; readonly reason: FailureReason; readonly message: string };
+
+/** How a build's Job ended, read from the Job and its pod (pure). */
+export type JobOutcome = Ending & {
+  /**
+   * When it ended by the cluster's clock, which is when the build ended even if the operator
+   * records it much later (it was down); undefined when the Job and pod do not say.
+   */
+  readonly endedAt: Date | undefined;
+};
 
 const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName']);
 /** Termination messages are bounded by the kubelet (4 KiB); kiln keeps the tail of that. */
@@ -20,14 +29,21 @@ const MESSAGE_MAX = 2_000;
 export function outcomeOf(
   job: V1Job,
   pod: V1Pod | undefined,
-  facts: {
-    readonly nowMs: number;
-    readonly pullFailingSinceMs: number | undefined;
-    readonly imagePullTimeoutMs: number;
-    readonly podSeen: boolean;
-    readonly timeoutSeconds: number;
-  },
+  facts: Facts,
 ): JobOutcome | undefined {
+  const ending = endingOf(job, pod, facts);
+  return ending === undefined ? undefined : { ...ending, endedAt: endedAt(job, pod, ending) };
+}
+
+interface Facts {
+  readonly nowMs: number;
+  readonly pullFailingSinceMs: number | undefined;
+  readonly imagePullTimeoutMs: number;
+  readonly podSeen: boolean;
+  readonly timeoutSeconds: number;
+}
+
+function endingOf(job: V1Job, pod: V1Pod | undefined, facts: Facts): Ending | undefined {
   const conditions = job.status?.conditions ?? [];
   const holds = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
   if (holds('Complete') !== undefined) return { kind: 'success' };
@@ -89,6 +105,28 @@ export function outcomeOf(
     };
   }
   return undefined;
+}
+
+/**
+ * A success ended at the Job's completionTime; a failure when the builder container terminated,
+ * or (it never ran, or the pod is gone) when the Job's Failed condition turned true. Neither may
+ * be there yet for a failure kiln decides itself (an image that cannot be pulled): undefined.
+ */
+function endedAt(job: V1Job, pod: V1Pod | undefined, ending: Ending): Date | undefined {
+  if (ending.kind === 'success') return timeOf(job.status?.completionTime);
+  const builder = containerStatusesOf(pod).find((s) => s.name === BUILDER_CONTAINER);
+  const failed = job.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
+  return timeOf(builder?.state?.terminated?.finishedAt) ?? timeOf(failed?.lastTransitionTime);
+}
+
+/**
+ * An object's timestamp: client-node types it a Date, but the informers' objects are the raw
+ * JSON, where it is an RFC 3339 string. Anything that is not a time is no time.
+ */
+function timeOf(value: Date | string | null | undefined): Date | undefined {
+  if (value === undefined || value === null) return undefined;
+  const time = new Date(value);
+  return Number.isNaN(time.getTime()) ? undefined : time;
 }
 
 /** Whether a container of the pod is failing to pull its image right now. */

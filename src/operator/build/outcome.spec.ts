@@ -1,0 +1,130 @@
+import type { V1ContainerStatus, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
+import { BUILDER_CONTAINER, SOURCE_CONTAINER } from '../../build-methods/job.js';
+import { outcomeOf } from './outcome.js';
+
+const STARTED = new Date('2025-03-01T10:00:00Z');
+const BUILDER_FINISHED = new Date('2025-03-01T10:04:07Z');
+const JOB_COMPLETED = new Date('2025-03-01T10:04:09Z');
+const JOB_FAILED = new Date('2025-03-01T10:04:11Z');
+/** Long after all of the above: an operator back from an outage reads the objects. */
+const NOW_MS = Date.parse('2025-03-01T11:00:00Z');
+
+/** An object as the informers hold it: raw JSON, its timestamps RFC 3339 strings. */
+function cached<T>(object: T): T {
+  return JSON.parse(JSON.stringify(object)) as T;
+}
+
+function jobWith(conditions: V1JobCondition[], completionTime?: Date): V1Job {
+  return cached({
+    metadata: { name: 'kiln-b1' },
+    status: {
+      startTime: STARTED,
+      ...(completionTime === undefined ? {} : { completionTime }),
+      conditions,
+    },
+  });
+}
+
+const complete: V1JobCondition = {
+  type: 'Complete',
+  status: 'True',
+  lastTransitionTime: JOB_COMPLETED,
+};
+const failed = (reason: string): V1JobCondition => ({
+  type: 'Failed',
+  status: 'True',
+  reason,
+  lastTransitionTime: JOB_FAILED,
+});
+
+function container(name: string, state: V1ContainerStatus['state']): V1ContainerStatus {
+  return { name, image: `${name}:1`, imageID: '', ready: false, restartCount: 0, state };
+}
+const terminated = (name: string, exitCode: number, reason = 'Completed'): V1ContainerStatus =>
+  container(name, {
+    terminated: { exitCode, reason, startedAt: STARTED, finishedAt: BUILDER_FINISHED },
+  });
+const sourceDone = terminated(SOURCE_CONTAINER, 0);
+
+function podWith(init: V1ContainerStatus[], builder: V1ContainerStatus): V1Pod {
+  return cached({
+    metadata: { name: 'kiln-b1-x' },
+    status: { initContainerStatuses: init, containerStatuses: [builder] },
+  });
+}
+
+/** When the build ended in the cluster, as the outcome of its Job says (undefined: no time). */
+describe(outcomeOf.name, () => {
+  it.each<[string, V1Job, V1Pod | undefined, 'success' | 'failed', Date | undefined]>([
+    [
+      "a success ended at the Job's completionTime",
+      jobWith([complete], JOB_COMPLETED),
+      podWith([sourceDone], terminated(BUILDER_CONTAINER, 0)),
+      'success',
+      JOB_COMPLETED,
+    ],
+    [
+      'a builder that exited non-zero ended when it terminated, not when the Job failed',
+      jobWith([failed('BackoffLimitExceeded')]),
+      podWith([sourceDone], terminated(BUILDER_CONTAINER, 1, 'Error')),
+      'failed',
+      BUILDER_FINISHED,
+    ],
+    [
+      'a builder killed for its memory ended when it terminated',
+      jobWith([failed('BackoffLimitExceeded')]),
+      podWith([sourceDone], terminated(BUILDER_CONTAINER, 137, 'OOMKilled')),
+      'failed',
+      BUILDER_FINISHED,
+    ],
+    [
+      'a failed source container (the builder never ran) ended when the Job failed',
+      jobWith([failed('BackoffLimitExceeded')]),
+      podWith(
+        [terminated(SOURCE_CONTAINER, 128, 'Error')],
+        container(BUILDER_CONTAINER, { waiting: { reason: 'PodInitializing' } }),
+      ),
+      'failed',
+      JOB_FAILED,
+    ],
+    [
+      'a timed-out build whose builder is still being stopped ended when the Job failed',
+      jobWith([failed('DeadlineExceeded')]),
+      podWith([sourceDone], container(BUILDER_CONTAINER, { running: { startedAt: STARTED } })),
+      'failed',
+      JOB_FAILED,
+    ],
+    [
+      'a build whose pod was deleted ended when the Job failed',
+      jobWith([failed('BackoffLimitExceeded')]),
+      undefined,
+      'failed',
+      JOB_FAILED,
+    ],
+    [
+      'an image kiln gave up pulling has no end in the cluster: the write says when',
+      jobWith([]),
+      podWith([sourceDone], container(BUILDER_CONTAINER, { waiting: { reason: 'ErrImagePull' } })),
+      'failed',
+      undefined,
+    ],
+    [
+      'a completionTime that is not a time gives no time',
+      jobWith([complete], 'yesterday' as unknown as Date),
+      podWith([sourceDone], terminated(BUILDER_CONTAINER, 0)),
+      'success',
+      undefined,
+    ],
+  ])('OP-03 %s', (_, job, pod, kind, endedAt) => {
+    const outcome = outcomeOf(job, pod, {
+      nowMs: NOW_MS,
+      pullFailingSinceMs: STARTED.getTime(),
+      imagePullTimeoutMs: 300_000,
+      podSeen: true,
+      timeoutSeconds: 600,
+    });
+
+    expect(outcome).toMatchObject({ kind });
+    expect(outcome?.endedAt).toEqual(endedAt);
+  });
+});
