@@ -106,6 +106,57 @@ describe(loadConfig.name, () => {
     );
   });
 
+  it('reads the operator runtime settings, with the leader-election defaults of client-go', () => {
+    expect(loadConfig({}, cwd, home).operatorRuntime).toEqual({
+      workers: 4,
+      leaseName: 'kiln-operator',
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      watchTimeoutMs: 300_000,
+      resyncPeriodMs: 600_000,
+    });
+    expect(
+      loadConfig(
+        {
+          KILN_OPERATOR_WORKERS: '8',
+          KILN_OPERATOR_LEASE_NAME: 'kiln-operator.blue',
+          KILN_OPERATOR_LEASE_DURATION_SECONDS: '4',
+          KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS: '3',
+          KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS: '1',
+          KILN_OPERATOR_WATCH_TIMEOUT_SECONDS: '30',
+          KILN_OPERATOR_RESYNC_SECONDS: '0',
+        },
+        cwd,
+        home,
+      ).operatorRuntime,
+    ).toEqual({
+      workers: 8,
+      leaseName: 'kiln-operator.blue',
+      leaseDurationMs: 4_000,
+      renewDeadlineMs: 3_000,
+      retryPeriodMs: 1_000,
+      watchTimeoutMs: 30_000,
+      resyncPeriodMs: 0,
+    });
+  });
+
+  it('refuses lease timings where a leader could act after its Lease expired, and bad Lease names', () => {
+    expect(
+      problemsOf({
+        KILN_OPERATOR_LEASE_DURATION_SECONDS: '10',
+        KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS: '10',
+      }),
+    ).toEqual(['KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS']);
+    expect(problemsOf({ KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS: '10' })).toEqual([
+      'KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS',
+    ]);
+    expect(problemsOf({ KILN_OPERATOR_LEASE_NAME: 'Kiln_Operator' })).toEqual([
+      'KILN_OPERATOR_LEASE_NAME',
+    ]);
+    expect(problemsOf({ KILN_OPERATOR_WORKERS: '0' })).toEqual(['KILN_OPERATOR_WORKERS']);
+  });
+
   it('resolves a relative KILN_DATA_DIR against the working directory', () => {
     expect(loadConfig({ KILN_DATA_DIR: 'state' }, cwd, home).dataDir).toBe('/srv/kiln/state');
     expect(loadConfig({ KILN_DATA_DIR: '/var/lib/kiln' }, cwd, home).dataDir).toBe('/var/lib/kiln');

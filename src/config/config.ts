@@ -35,6 +35,8 @@ export class KilnConfig {
   readonly operatorImagePullTimeoutMs!: number;
   /** Operator: ttlSecondsAfterFinished set on a build's Job once its logs are stored. */
   readonly operatorJobTtlSeconds!: number;
+  /** Operator: leader election, watches and workers (KILN_OPERATOR_LEASE_*, _WATCH_*, ...). */
+  readonly operatorRuntime!: OperatorRuntimeSettings;
   readonly host!: string;
   readonly port!: number;
   /** Unset: kiln runs an embedded PostgreSQL under dataDir. */
@@ -111,6 +113,21 @@ export class ConfigError extends Error {
   }
 }
 
+/** How the operator runs: workers, leader election (client-go's defaults), watches. */
+export interface OperatorRuntimeSettings {
+  /** Reconciles at once. */
+  readonly workers: number;
+  /** The Lease in the build namespace that elects one active operator. */
+  readonly leaseName: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  /** The longest a watch lives before it is restarted (a half-open watch is found by then). */
+  readonly watchTimeoutMs: number;
+  /** Every cached object is reconciled again this often; 0: never. */
+  readonly resyncPeriodMs: number;
+}
+
 export type Env = Readonly<Record<string, string | undefined>>;
 
 const MIN_JWT_SECRET_BYTES = 32;
@@ -161,6 +178,34 @@ export function loadConfig(
   const operatorImagePullTimeoutMs =
     integer('KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1, 3600) * 1000;
   const operatorJobTtlSeconds = integer('KILN_OPERATOR_JOB_TTL_SECONDS', 3600, 0, 7 * 24 * 3600);
+  const operatorRuntime: OperatorRuntimeSettings = {
+    workers: integer('KILN_OPERATOR_WORKERS', 4, 1, 64),
+    leaseName: value('KILN_OPERATOR_LEASE_NAME') ?? 'kiln-operator',
+    leaseDurationMs: integer('KILN_OPERATOR_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
+    renewDeadlineMs: integer('KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS', 10, 1, 299) * 1000,
+    retryPeriodMs: integer('KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS', 2, 1, 60) * 1000,
+    watchTimeoutMs: integer('KILN_OPERATOR_WATCH_TIMEOUT_SECONDS', 300, 5, 3600) * 1000,
+    resyncPeriodMs: integer('KILN_OPERATOR_RESYNC_SECONDS', 600, 0, 24 * 3600) * 1000,
+  };
+  if (!DNS_SUBDOMAIN.test(operatorRuntime.leaseName)) {
+    bad('KILN_OPERATOR_LEASE_NAME', 'a Lease name (DNS-1123 subdomain)', operatorRuntime.leaseName);
+  }
+  // As client-go requires: a leader gives up (renew deadline) before others may take the Lease
+  // (lease duration), and retries more than once within the deadline.
+  if (operatorRuntime.renewDeadlineMs >= operatorRuntime.leaseDurationMs) {
+    bad(
+      'KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS',
+      'less than KILN_OPERATOR_LEASE_DURATION_SECONDS',
+      String(operatorRuntime.renewDeadlineMs / 1000),
+    );
+  }
+  if (operatorRuntime.retryPeriodMs >= operatorRuntime.renewDeadlineMs) {
+    bad(
+      'KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS',
+      'less than KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS',
+      String(operatorRuntime.retryPeriodMs / 1000),
+    );
+  }
   if (!DNS_LABEL.test(buildNamespace)) {
     bad(
       'KILN_BUILD_NAMESPACE',
@@ -274,6 +319,7 @@ export function loadConfig(
     operatorDrainDeadlineMs,
     operatorImagePullTimeoutMs,
     operatorJobTtlSeconds,
+    operatorRuntime,
     runner,
     host,
     port,
@@ -404,6 +450,8 @@ export type KubeLocation =
   | { readonly kind: 'none' };
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN =
+  /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
  * The places client-node's loadFromDefault() looks, in its order, read here so that config stays

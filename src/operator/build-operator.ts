@@ -27,9 +27,17 @@ import {
   MANAGED_BY_KILN,
 } from './api/build-resource.js';
 import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './build/build-reconciler.js';
+import { podChanged } from './build/pod-state.js';
 import { Informer } from './runtime/informer.js';
 import { type Elector, type LeaderCallbacks, LeaderElector } from './runtime/leader-election.js';
 import { OperatorRuntime } from './runtime/operator-runtime.js';
+import { BOOKKEEPING_FIELDS, changedBeyondMetadata } from './runtime/predicates.js';
+
+/**
+ * The reconciler reads no annotation of a Job: a tool's annotation write is not worth a
+ * reconcile (TESTPLAN OP-12). Pods go by `podChanged`, the facts the reconciler reads.
+ */
+const jobChanged = changedBeyondMetadata([...BOOKKEEPING_FIELDS, 'annotations']);
 
 /**
  * The operator of KILN_ROLE=operator|all: informers on the build namespace's Builds and on the
@@ -65,7 +73,13 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       return;
     }
     const namespace = this.config.buildNamespace;
+    const settings = this.config.operatorRuntime;
     const logger = this.logger.child({ component: 'operator' });
+    const watches = {
+      watchLifetimeMs: settings.watchTimeoutMs,
+      resyncPeriodMs: settings.resyncPeriodMs,
+      logger,
+    };
     const kilnOnly = `${KILN_LABELS.managedBy}=${MANAGED_BY_KILN}`;
     const builds = new Informer<BuildResource>(
       KubeListWatch.forClient(kube, {
@@ -74,7 +88,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         plural: BUILD_PLURAL,
         namespace,
       }),
-      { name: 'builds', logger },
+      { name: 'builds', ...watches },
     );
     const jobs = new Informer<V1Job & { metadata: { name: string } }>(
       KubeListWatch.forClient(kube, {
@@ -84,7 +98,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         namespace,
         labelSelector: kilnOnly,
       }),
-      { name: 'jobs', logger },
+      { name: 'jobs', ...watches },
     );
     const pods = new Informer<V1Pod & { metadata: { name: string } }>(
       KubeListWatch.forClient(kube, {
@@ -94,7 +108,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         namespace,
         labelSelector: kilnOnly,
       }),
-      { name: 'pods', logger },
+      { name: 'pods', ...watches },
     );
     const reconciler = new BuildReconciler({
       caches: {
@@ -135,7 +149,10 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       new LeaderElector({
         store: new KubeLeaseStore(kube),
         namespace,
-        name: 'kiln-operator',
+        name: settings.leaseName,
+        leaseDurationMs: settings.leaseDurationMs,
+        renewDeadlineMs: settings.renewDeadlineMs,
+        retryPeriodMs: settings.retryPeriodMs,
         logger,
       }),
       () => reconciler.stopAll(),
@@ -144,18 +161,22 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     this.runtime = new OperatorRuntime({
       reconcile: reconciler.reconcile,
       elector,
-      workers: 4,
+      workers: settings.workers,
       name: 'builds',
       logger,
     })
-      .watch(builds)
-      .watch(jobs, ownerKey)
-      .watch(pods, (pod) => {
-        const job = jobs.get(
-          `${pod.metadata.namespace}/${pod.metadata.labels?.['job-name'] ?? ''}`,
-        );
-        return job === undefined ? [] : ownerKey(job);
-      });
+      .watch(builds, undefined, { changed: changedBeyondMetadata(BOOKKEEPING_FIELDS) })
+      .watch(jobs, ownerKey, { changed: jobChanged })
+      .watch(
+        pods,
+        (pod) => {
+          const job = jobs.get(
+            `${pod.metadata.namespace}/${pod.metadata.labels?.['job-name'] ?? ''}`,
+          );
+          return job === undefined ? [] : ownerKey(job);
+        },
+        { changed: podChanged },
+      );
     this.runtime.start();
     logger.info({ namespace }, 'operator started: waiting for the lease');
   }

@@ -37,3 +37,33 @@ export function containerStates(
   }
   return states;
 }
+
+/**
+ * What the reconciler reads of a pod, as one comparable string: its labels, deletion, phase and
+ * reason, and each container's state (kind, exit, waiting reason). Readiness, conditions and
+ * annotations are left out: a sidecar's readiness flapping or a probe's annotation changes none of
+ * them, and must not cost a reconcile (TESTPLAN OP-12).
+ */
+export function podFacts(pod: V1Pod): string {
+  return JSON.stringify({
+    labels: pod.metadata?.labels,
+    deletionTimestamp: pod.metadata?.deletionTimestamp,
+    phase: pod.status?.phase,
+    reason: pod.status?.reason,
+    message: pod.status?.message,
+    containers: containerStatusesOf(pod).map(({ name, state }) => ({
+      name,
+      running: state?.running?.startedAt,
+      terminated: state?.terminated && {
+        exitCode: state.terminated.exitCode,
+        reason: state.terminated.reason,
+        finishedAt: state.terminated.finishedAt,
+      },
+      waiting: state?.waiting?.reason,
+    })),
+  });
+}
+
+/** An update predicate for the informer of build pods: true when a fact the reconciler reads changed. */
+export const podChanged = (before: V1Pod, after: V1Pod): boolean =>
+  podFacts(before) !== podFacts(after);

@@ -90,6 +90,35 @@ describe(OperatorRuntime.name, () => {
     await runtime.stop();
   });
 
+  it('reconciles an update once, and not at all when `changed` finds nothing worth it', async () => {
+    const clock = new FakeClock();
+    const source = new MemoryListWatch<Obj & { note?: string; spec?: string }>();
+    const informer = new Informer(source, { clock, resyncPeriodMs: 60_000 });
+    const runtime = new OperatorRuntime({ reconcile: () => Promise.resolve(), clock }).watch(
+      informer,
+      undefined,
+      { changed: (before, after) => before.spec !== after.spec },
+    );
+    runtime.start();
+    await clock.advance(1000);
+    source.upsert({ ...obj('a'), spec: 'v1' });
+    await clock.flush();
+    expect(runtime.reconcileCount('ns/a')).toBe(1);
+
+    source.upsert({ ...obj('a'), spec: 'v2' });
+    await clock.flush();
+    expect(runtime.reconcileCount('ns/a')).toBe(2);
+
+    source.upsert({ ...obj('a'), spec: 'v2', note: 'a sidecar was here' });
+    await clock.flush();
+    expect(runtime.reconcileCount('ns/a')).toBe(2);
+
+    // A resync hands every cached object on unchanged: always reconciled.
+    await clock.advance(60_000);
+    expect(runtime.reconcileCount('ns/a')).toBe(3);
+    await runtime.stop();
+  });
+
   it('keeps warm caches but reconciles nothing while another process holds the Lease', async () => {
     const reconciled: string[] = [];
     const { clock, primary, leases, runtime, primaryInformer } = setup(

@@ -57,18 +57,22 @@ export class OperatorRuntime {
 
   /**
    * Feeds an informer's changes to the queue. `toKeys` maps an object to the keys to reconcile
-   * (default: its own key; e.g. a Job maps to its owner's key).
+   * (default: its own key; e.g. a Job maps to its owner's key). An update enqueues the keys of
+   * the object before and after it once each, and only when `changed(before, after)` says it is
+   * worth a reconcile (default: every update); a resync (`onUpdate(object, object)`) always is.
    */
   watch<T extends KubeObjectLike>(
     informer: Informer<T>,
     toKeys: (object: T) => Iterable<string> = (object) => [objectKey(object)],
+    options: { changed?: (before: T, after: T) => boolean } = {},
   ): this {
     if (this.started) throw new Error('OperatorRuntime: add informers before start()');
+    const changed = options.changed ?? (() => true);
     informer.addHandler({
       onAdd: (object) => this.enqueue(toKeys(object)),
       onUpdate: (before, after) => {
-        this.enqueue(toKeys(before));
-        this.enqueue(toKeys(after));
+        if (before !== after && !changed(before, after)) return;
+        this.enqueue(new Set([...toKeys(before), ...toKeys(after)]));
       },
       onDelete: (object) => this.enqueue(toKeys(object)),
     });
