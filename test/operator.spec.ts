@@ -287,10 +287,11 @@ describe('the operator', () => {
         expect.objectContaining({ type: 'Succeeded', status: 'False', reason: 'InvalidSpec' }),
       ],
     });
-    expect(
+    // The Event is written after the status.
+    await until('the InvalidSpec Event', () =>
       cluster
         .objects('v1', 'events', NS)
         .some((e: any) => e.involvedObject?.name === name && e.reason === 'InvalidSpec'),
-    ).toBe(true);
+    );
   });
 });
