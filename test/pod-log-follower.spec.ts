@@ -9,6 +9,7 @@ import { LogSink } from '../src/logs/log-sink.js';
 import {
   BuildLogFollower,
   type FollowOutcome,
+  type LogFollowerDeps,
   type LogFollowerOptions,
 } from '../src/operator/build/log-follower.js';
 import { containerStates, containersInOrder } from '../src/operator/build/pod-state.js';
@@ -22,7 +23,12 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 const NS = 'kiln-builds';
 const SOURCE = 'registry.example/git@sha256:1111';
 const BUILDER = 'registry.example/kaniko@sha256:2222';
-const FAST: LogFollowerOptions = { stallMs: 400, retryBaseMs: 20, retryMaxMs: 200 };
+const FAST: LogFollowerOptions = {
+  stallMs: 400,
+  retryBaseMs: 20,
+  retryMaxMs: 200,
+  maxUnansweredLines: 10_000,
+};
 
 /**
  * The pod log follower against the Kubernetes API server double over real HTTP, into the real
@@ -110,17 +116,18 @@ describe(BuildLogFollower.name, () => {
   function follow(
     buildId: string,
     pod: string,
+    overrides: { options?: LogFollowerOptions; sink?: LogFollowerDeps['sink'] } = {},
   ): { follower: BuildLogFollower; done: Promise<FollowOutcome> } {
     const names = containersInOrder(podNamed(pod)!);
     const follower = new BuildLogFollower(
       {
         logs,
-        sink: kiln.app.get(LogSink),
+        sink: overrides.sink ?? kiln.app.get(LogSink),
         cursors: kiln.app.get(BuildLogsRepository),
         logger: kiln.logs.logger,
       },
       { buildId, namespace: NS, pod, containers: names.map((name) => ({ name })) },
-      FAST,
+      overrides.options ?? FAST,
     );
     let watching = true;
     void (async () => {
@@ -167,6 +174,45 @@ describe(BuildLogFollower.name, () => {
     );
     expect(verifyCrc(built)).toBe(true);
   });
+
+  it('reads no further while LogSink is behind: the lines handed on and not yet stored stay bounded, none lost', async () => {
+    const n = 20_000;
+    const bound = 1_000;
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 40_000, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const sink = kiln.app.get(LogSink);
+    // A database that stores a batch every 20 ms: far slower than the pod prints.
+    const slow: LogFollowerDeps['sink'] = {
+      append: async (id, lines) => {
+        await sleep(20);
+        return sink.append(id, lines);
+      },
+    };
+    const { follower, done } = follow(buildId, pod, {
+      options: { ...FAST, stallMs: 5_000, maxUnansweredLines: bound },
+      sink: slow,
+    });
+    let most = 0;
+    let sampling = true;
+    void (async () => {
+      while (sampling) {
+        most = Math.max(most, follower.unansweredLines);
+        await sleep(2);
+      }
+    })();
+
+    await done;
+    sampling = false;
+
+    // Past the bound, one more chunk of the stream (at most 64 KiB, ~1,700 of these lines) is
+    // handed on before the stream waits.
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(bound + 2_000);
+    const built = (await stored(buildId)).map((l) => l.message);
+    expect(built.slice(0, n)).toEqual(Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)));
+    expect(verifyCrc(built)).toBe(true);
+  }, 60_000);
 
   it('loses and doubles nothing when the stream is cut ten times mid-build, even inside lines that share a timestamp', async () => {
     const n = 4_000;

@@ -26,7 +26,7 @@ export class PodLogs {
   async stream(
     ref: PodContainerRef,
     options: PodLogOptions,
-    onText: (text: string) => void,
+    onText: (text: string) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
     const path =
@@ -51,10 +51,12 @@ export class PodLogs {
       const decoder = new TextDecoder();
       for await (const chunk of response.body) {
         const text = decoder.decode(chunk as Uint8Array, { stream: true });
-        if (text !== '') onText(text);
+        // A promise from onText holds the stream: nothing more is read (and TCP's window
+        // closes towards the server) until the reader has caught up.
+        if (text !== '') await onText(text);
       }
       const rest = decoder.decode();
-      if (rest !== '') onText(rest);
+      if (rest !== '') await onText(rest);
     } catch (error) {
       if (signal.aborted) throw signal.reason ?? error;
       throw toKubeError(error);

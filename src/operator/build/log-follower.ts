@@ -42,7 +42,8 @@ export interface LogFollowerDeps {
     stream(
       ref: { namespace: string; pod: string; container: string },
       options: { follow: boolean; sinceTime?: string },
-      onText: (text: string) => void,
+      /** A promise holds the stream until it settles (backpressure). */
+      onText: (text: string) => void | Promise<void>,
       signal: AbortSignal,
     ): Promise<void>;
   };
@@ -66,12 +67,18 @@ export interface LogFollowerDeps {
 export interface LogFollowerOptions {
   /** A running container's stream that sends nothing this long is reopened. */
   readonly stallMs: number;
+  /**
+   * Past this many lines handed to LogSink and not yet answered, the stream is not read on
+   * until they are stored (backpressure).
+   */
+  readonly maxUnansweredLines: number;
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
 }
 
 export const DEFAULT_LOG_FOLLOWER_OPTIONS: LogFollowerOptions = {
   stallMs: 30_000,
+  maxUnansweredLines: 10_000,
   retryBaseMs: 250,
   retryMaxMs: 5_000,
 };
@@ -103,6 +110,8 @@ export class BuildLogFollower {
   private abandonReason: string | undefined;
   /** LogSink answered an append with "held until the database is back". */
   private held = false;
+  /** Lines handed to LogSink whose append has not returned yet. */
+  private unanswered = 0;
 
   constructor(
     private readonly deps: LogFollowerDeps,
@@ -110,6 +119,11 @@ export class BuildLogFollower {
     private readonly options: LogFollowerOptions = DEFAULT_LOG_FOLLOWER_OPTIONS,
   ) {
     this.done = this.run();
+  }
+
+  /** Lines handed to LogSink whose append has not returned (bounded by backpressure). */
+  get unansweredLines(): number {
+    return this.unanswered;
   }
 
   /** The container states the reconciler read from the pod; wakes a waiting follower. */
@@ -283,6 +297,10 @@ export class BuildLogFollower {
         (text) => {
           armStall();
           this.hand(container, session.take(text));
+          if (this.unanswered <= this.options.maxUnansweredLines && !this.held) return undefined;
+          // Paused on kiln's side is not a stalled stream.
+          clearTimeout(timer);
+          return this.catchUp().then(armStall);
         },
         abort.signal,
       );
@@ -317,11 +335,27 @@ export class BuildLogFollower {
   /** Appends after the previous append, noting whether LogSink stored the lines or holds them. */
   private append(lines: readonly LogLineInput[]): void {
     const buildId = this.target.buildId;
+    this.unanswered += lines.length;
     this.writing = this.writing
       .catch(() => undefined)
       .then(async () => {
-        if ((await this.deps.sink.append(buildId, lines)).buffered) this.held = true;
+        try {
+          if ((await this.deps.sink.append(buildId, lines)).buffered) this.held = true;
+        } finally {
+          this.unanswered -= lines.length;
+        }
       });
+  }
+
+  /**
+   * Backpressure: a stream that prints faster than Postgres stores, or while the database is
+   * away (LogSink holding lines in memory), is not read on until what was handed on is stored.
+   * What is not read stays with the kubelet (the container's log file), so memory stays bounded
+   * and LogSink's hold never has to drop a line.
+   */
+  private async catchUp(): Promise<void> {
+    await this.writing.catch(() => undefined);
+    await this.untilStored();
   }
 
   private async marker(container: string, cursor: LogCursor | undefined, why: string) {
