@@ -2,24 +2,15 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { jsonOf } from './support/http.js';
 import { LogStreamClient } from './support/log-stream-client.js';
-import { isAlive } from './support/processes.js';
+import { freePort, isAlive } from './support/processes.js';
 
 // These tests run the compiled kiln (`make build`, part of `make test`) as a real process.
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
 const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln.js');
 
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
 
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'], HOME: process.env['HOME'], KILN_RUNNER: 'local', ...extra };

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KANIKO_IMAGE } from '../src/build-methods/images.js';
@@ -11,20 +10,13 @@ import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { numberedLine } from './support/kube/kubelet.js';
 import { LogStreamClient } from './support/log-stream-client.js';
+import { freePort } from './support/processes.js';
 
 // The compiled kiln (`make build`, part of `make test`), twice: the API and the operator as the
 // separate Deployments of a cluster install, on one Postgres and one Kubernetes API server.
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
 const ADMIN = { email: 'admin@example.com', password: 'a long enough password' };
 
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
 
 interface Kiln {
   readonly url: string;

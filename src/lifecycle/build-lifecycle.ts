@@ -109,6 +109,11 @@ export class BuildLifecycle {
     return this.builds.findById(id);
   }
 
+  /** Active builds of a Build resource that was deleted and re-created under its name. */
+  activeOfReplacedResource(namespace: string, name: string, uid: string): Promise<BuildEntity[]> {
+    return this.builds.findActiveOfReplacedResource(namespace, name, uid);
+  }
+
   list(query: BuildListQuery): Promise<{ builds: BuildEntity[]; total: number }> {
     return this.builds.list(query);
   }

@@ -157,6 +157,27 @@ export class BuildsRepository {
     );
   }
 
+  /**
+   * The queued or running builds registered from a Build resource of this namespace and name
+   * whose uid is not `uid`: their resource is gone (a new object took its name).
+   */
+  async findActiveOfReplacedResource(
+    namespace: string,
+    name: string,
+    uid: string,
+  ): Promise<BuildEntity[]> {
+    return this.builds
+      .createQueryBuilder('b')
+      .where("b.config ->> 'form' = 'resource'")
+      .andWhere("b.config ->> 'namespace' = :namespace AND b.config ->> 'name' = :name", {
+        namespace,
+        name,
+      })
+      .andWhere("b.config ->> 'uid' <> :uid", { uid })
+      .andWhere("b.status IN ('queued', 'in_progress')")
+      .getMany();
+  }
+
   /** The queued or running retry of a failed build, if it has one. */
   async findActiveRetry(retryOf: string): Promise<BuildEntity | undefined> {
     return (

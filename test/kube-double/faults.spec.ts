@@ -200,4 +200,58 @@ describe(`${KubeApiServer.name} fault injection`, () => {
     expect(full.trimEnd().split('\n')).toHaveLength(60);
     expect(full.startsWith(atStall)).toBe(true);
   });
+
+  /** A watch over raw HTTP (client-node's Watch ends a quiet one after 30 s): what arrived. */
+  const rawWatch = (
+    path: string,
+    query = '',
+  ): { seen: { status?: number; text: string; ended: boolean }; close: () => void } => {
+    const seen: { status?: number; text: string; ended: boolean } = { text: '', ended: false };
+    const req = get(`${server.url}${path}?watch=true${query}`, (res) => {
+      seen.status = res.statusCode;
+      res.on('data', (chunk: Buffer) => (seen.text += chunk.toString()));
+      res.on('end', () => (seen.ended = true));
+      res.on('error', () => undefined);
+    });
+    req.on('error', () => undefined);
+    return { seen, close: () => req.destroy() };
+  };
+  const added = (text: string): string[] =>
+    text
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { type: string; object: k8s.KubernetesObject })
+      .filter((event) => event.type === 'ADDED')
+      .map((event) => event.object.metadata?.name ?? '');
+
+  it('blackholes the watches of a path: open ones go silent for good, new ones get no answer until the heal', async () => {
+    const open = rawWatch(CM_PATH, '&timeoutSeconds=1');
+    const other = rawWatch(`/api/v1/namespaces/${NS}/secrets`);
+    await eventually(() => (server.openWatches === 2 ? true : undefined));
+    await configMap('before');
+    await eventually(() => (added(open.seen.text).includes('before') ? true : undefined));
+
+    const { silenced, heal } = server.blackholeWatches({ path: CM_PATH });
+    const held = rawWatch(CM_PATH);
+    await configMap('during');
+    await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'during' } } });
+    await eventually(() => (added(other.seen.text).includes('during') ? true : undefined));
+    // Past the silenced watch's timeoutSeconds: its end is swallowed too.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+    expect(silenced).toBe(1);
+    expect(added(open.seen.text)).toEqual(['before']);
+    expect(open.seen.ended).toBe(false);
+    expect(held.seen.status).toBeUndefined();
+    expect(server.openWatches).toBe(2);
+
+    heal();
+    await configMap('after');
+    await eventually(() => (added(held.seen.text).includes('after') ? true : undefined));
+    expect(held.seen.status).toBe(200);
+    expect(added(held.seen.text)).toEqual(['before', 'during', 'after']);
+    expect(added(open.seen.text)).toEqual(['before']);
+    expect(open.seen.ended).toBe(false);
+    for (const watch of [open, other, held]) watch.close();
+  });
 });

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 
 /** Direct children of a process, read from /proc (no procps needed). */
 export function childPids(pid: number): number[] {
@@ -51,4 +52,15 @@ export function processesMentioning(text: string): number[] {
       }
     })
     .map(Number);
+}
+
+/** A TCP port nothing listens on right now (for a child process to listen on). */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+    server.once('error', fail);
+  });
 }

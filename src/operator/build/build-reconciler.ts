@@ -100,6 +100,8 @@ export class BuildReconciler {
   private readonly cancellingSince = new Map<string, number>();
   private readonly pullFailingSince = new Map<string, number>();
   private readonly podsSeen = new Set<string>();
+  /** Builds whose ConfigMap this process made its Job's (or found none to own). */
+  private readonly configMapsOwned = new Set<string>();
   private readonly now: () => number;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -194,6 +196,7 @@ export class BuildReconciler {
   private async register(resource: BuildResource): Promise<ReconcileResult | void> {
     const spec = buildSpecOf(resource);
     const uid = resource.metadata.uid ?? resource.metadata.name;
+    await this.endReplaced(resource, uid);
     let created: BuildEntity;
     try {
       ({ build: created } = await this.deps.lifecycle.create({
@@ -236,18 +239,40 @@ export class BuildReconciler {
     return this.mirror(resource, created);
   }
 
+  /**
+   * A Build deleted and re-created under its name while this operator did not see it (a watch
+   * outage, or no operator running): the old object's build is still active, though nothing
+   * will run it, and would refuse the new one as its duplicate. The uid tells them apart; the
+   * old one is cancelled (its Job, owned by the old uid, goes with Kubernetes' garbage collector).
+   */
+  private async endReplaced(resource: BuildResource, uid: string): Promise<void> {
+    const namespace = this.namespaceOf(resource);
+    const name = resource.metadata.name;
+    for (const old of await this.deps.lifecycle.activeOfReplacedResource(namespace, name, uid)) {
+      const reason = `the Build resource was deleted (${namespace}/${name} now names a new one)`;
+      await this.transition(old, () => this.deps.lifecycle.cancel(old.tenantId, old.id, reason));
+      await this.event(resource, 'Normal', 'Replaced', `cancelled build ${old.id}: ${reason}`);
+    }
+  }
+
   // ---- running ----------------------------------------------------------------------------
 
-  private async run(resource: BuildResource, record: BuildEntity): Promise<ReconcileResult | void> {
-    const namespace = this.namespaceOf(resource);
+  private async run(current: BuildResource, record: BuildEntity): Promise<ReconcileResult | void> {
+    const namespace = this.namespaceOf(current);
     const jobName = buildObjectName(record.id);
-    if (!(await this.ensureFinalizer(resource))) return { requeueAfterMs: 100 };
+    // Goes on from the version the finalizer write answered with: the Job is created in the same
+    // reconcile, not one the finalizer's watch event brings.
+    const resource = await this.withFinalizer(current);
     let job = this.deps.caches.job(namespace, jobName);
     if (job === undefined) {
       const created = await this.createJob(resource, record);
       if (created === 'refused') return;
       if (created === 'exists') return { requeueAfterMs: 500 }; // the cache catches up
       job = created;
+    } else if (!this.configMapsOwned.has(record.id)) {
+      // Adopted: an operator that died between creating the Job and giving it the ConfigMap
+      // left the ConfigMap without an owner, which nothing would ever delete.
+      await this.ownConfigMap(namespace, record.id, job);
     }
     const owner = job.metadata?.ownerReferences?.find((o) => o.controller === true);
     if (owner !== undefined && owner.uid !== resource.metadata.uid) {
@@ -324,22 +349,8 @@ export class BuildReconciler {
       if (error instanceof KubeApiError && error.status === 409) return 'exists';
       throw error;
     }
-    if (translation.configMap !== undefined && created.metadata?.uid !== undefined) {
-      await this.deps.workloads.patchConfigMap(namespace, name, {
-        metadata: {
-          ownerReferences: [
-            {
-              apiVersion: 'batch/v1',
-              kind: 'Job',
-              name,
-              uid: created.metadata.uid,
-              controller: true,
-              blockOwnerDeletion: true,
-            },
-          ],
-        },
-      });
-    }
+    if (translation.configMap !== undefined) await this.ownConfigMap(namespace, record.id, created);
+    else this.configMapsOwned.add(record.id);
     if (translation.notes.length > 0) {
       await this.deps.sink.append(
         record.id,
@@ -348,6 +359,32 @@ export class BuildReconciler {
     }
     await this.event(resource, 'Normal', 'JobCreated', `created Job ${name}`);
     return created;
+  }
+
+  /** Makes the Job the controller of the build's ConfigMap (a build without one: nothing to do). */
+  private async ownConfigMap(namespace: string, buildId: string, job: V1Job): Promise<void> {
+    const name = job.metadata?.name;
+    const uid = job.metadata?.uid;
+    if (name === undefined || uid === undefined) return;
+    try {
+      await this.deps.workloads.patchConfigMap(namespace, name, {
+        metadata: {
+          ownerReferences: [
+            {
+              apiVersion: 'batch/v1',
+              kind: 'Job',
+              name,
+              uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+    }
+    this.configMapsOwned.add(buildId);
   }
 
   private follow(
@@ -462,6 +499,9 @@ export class BuildReconciler {
     // A build that ended while this operator was away: read what its pod still holds.
     const following = this.follow(record, namespace, pod);
     if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
+    if (job !== undefined && !this.configMapsOwned.has(record.id)) {
+      await this.ownConfigMap(namespace, record.id, job);
+    }
     if (job !== undefined && (job.status?.active ?? 0) > 0) {
       // Ended while its pod still runs (an image that cannot be pulled): stop it.
       await this.deps.workloads.deleteJob(namespace, jobName);
@@ -481,6 +521,7 @@ export class BuildReconciler {
     this.cancellingSince.delete(buildId);
     this.pullFailingSince.delete(buildId);
     this.podsSeen.delete(buildId);
+    this.configMapsOwned.delete(buildId);
   }
 
   private trackPull(buildId: string, pod: V1Pod | undefined): void {
@@ -505,16 +546,16 @@ export class BuildReconciler {
 
   // ---- the Build's metadata and status ---------------------------------------------------
 
-  private async ensureFinalizer(resource: BuildResource): Promise<boolean> {
+  /** The resource with kiln's finalizer: as it is, or as the server answered the write adding it. */
+  private async withFinalizer(resource: BuildResource): Promise<BuildResource> {
     const finalizers = resource.metadata.finalizers ?? [];
-    if (finalizers.includes(LOGS_FINALIZER)) return true;
-    await this.deps.builds.mergePatch(this.namespaceOf(resource), resource.metadata.name, {
+    if (finalizers.includes(LOGS_FINALIZER)) return resource;
+    return this.deps.builds.mergePatch(this.namespaceOf(resource), resource.metadata.name, {
       metadata: {
         resourceVersion: resource.metadata.resourceVersion,
         finalizers: [...finalizers, LOGS_FINALIZER],
       },
     });
-    return false; // the cache brings the new version; reconcile again from it
   }
 
   private async release(resource: BuildResource): Promise<void> {

@@ -171,6 +171,15 @@ const nowRfc3339 = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, '
 const storageKey = (type: ResourceType): string => `${type.group}/${type.plural}`;
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
+/** A request URL's path as `handle` matches it (no trailing slash). */
+const requestPath = (url: string | undefined): string => {
+  const { pathname } = new URL(url ?? '/', 'http://double');
+  return pathname.length > 1 ? pathname.replace(/\/+$/, '') : pathname;
+};
+/** An exact path or a pattern; undefined matches every path. */
+const pathMatches = (pattern: string | RegExp | undefined, path: string): boolean =>
+  pattern === undefined || (typeof pattern === 'string' ? pattern === path : pattern.test(path));
+
 /**
  * A Kubernetes API server double over real HTTP: discovery, OpenAPI for kubectl, CRUD with the
  * real semantics (resourceVersion, generation, status subresource, finalizers, owner-reference
@@ -193,6 +202,9 @@ export class KubeApiServer implements ClusterHost {
   private readonly watches = new Set<ServerResponse>();
   private readonly faults: Fault[] = [];
   private readonly delays: Delay[] = [];
+  /** blackholeWatches: the faults in force, and the watches they silenced (for good). */
+  private readonly blackholes = new Set<{ path?: string | RegExp; healed: Promise<void> }>();
+  private readonly silencedWatches = new WeakSet<ServerResponse>();
   private goneWatches: { path?: string | RegExp; remaining: number; asEvent: boolean }[] = [];
   private readonly logs = new Map<string, LogLine[]>();
   private readonly logFollowers = new Set<LogFollower>();
@@ -484,6 +496,48 @@ export class KubeApiServer implements ClusterHost {
     return this.watches.size;
   }
 
+  /**
+   * Blackholes the watches of a path (exact, or a pattern; every watch when omitted) as a network
+   * path that drops packets without a reset does (a NAT or load-balancer flow lost, a partition):
+   * an open watch that matches gets nothing more, no event, no BOOKMARK, not even its end at
+   * `timeoutSeconds`, while its socket stays open. That is for good: after the heal the flow is
+   * still dead, and only the client can notice and close it. A watch request that matches while
+   * the blackhole lasts gets no answer at all (no status line), as a new connection over the same
+   * path would not; it is served once the blackhole heals, if its client still waits. Other
+   * requests (lists, writes, log streams) are served: the fault is the watches'. Returns how many
+   * open watches went silent, and the heal.
+   */
+  blackholeWatches(match: { path?: string | RegExp } = {}): { silenced: number; heal: () => void } {
+    let heal: () => void = () => undefined;
+    const hole = {
+      ...(match.path !== undefined ? { path: match.path } : {}),
+      healed: new Promise<void>((resolve) => (heal = resolve)),
+    };
+    this.blackholes.add(hole);
+    let silenced = 0;
+    for (const res of this.watches)
+      if (pathMatches(hole.path, requestPath(res.req.url))) {
+        this.silencedWatches.add(res);
+        silenced++;
+      }
+    return {
+      silenced,
+      heal: () => {
+        this.blackholes.delete(hole);
+        heal();
+      },
+    };
+  }
+
+  /** Holds a watch request while a blackhole covers its path; false when its client left. */
+  private async throughBlackholes(path: string, res: ServerResponse): Promise<boolean> {
+    for (;;) {
+      const hole = [...this.blackholes].find((b) => pathMatches(b.path, path));
+      if (hole === undefined) return !res.destroyed;
+      await hole.healed;
+    }
+  }
+
   /** Forgets the change history: every earlier resourceVersion now gets 410 Gone. */
   compact(): void {
     this.store.compact();
@@ -610,6 +664,7 @@ export class KubeApiServer implements ClusterHost {
       }
       const isWatch =
         method === 'GET' && ['true', '1'].includes(url.searchParams.get('watch') ?? '');
+      if (isWatch && !(await this.throughBlackholes(path, res))) return;
       const gone = isWatch
         ? this.goneWatches.find((g) => g.remaining > 0 && matches(g.path))
         : undefined;
@@ -1090,7 +1145,8 @@ export class KubeApiServer implements ClusterHost {
     });
     res.flushHeaders();
     const write = (eventType: WatchEventType | 'BOOKMARK' | 'ERROR', object: unknown): void => {
-      if (!res.writableEnded) res.write(`${JSON.stringify({ type: eventType, object })}\n`);
+      if (!res.writableEnded && !this.silencedWatches.has(res))
+        res.write(`${JSON.stringify({ type: eventType, object })}\n`);
     };
     const emit = (event: StoredEvent): void => {
       if (event.resource !== key) return;
@@ -1137,7 +1193,12 @@ export class KubeApiServer implements ClusterHost {
           this.options.bookmarkIntervalMs ?? 10_000,
         ),
       );
-    if (timeoutSeconds > 0) timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000));
+    if (timeoutSeconds > 0)
+      timers.push(
+        setTimeout(() => {
+          if (!this.silencedWatches.has(res)) res.end();
+        }, timeoutSeconds * 1000),
+      );
     this.watches.add(res);
     const cleanup = (): void => {
       unsubscribe();
