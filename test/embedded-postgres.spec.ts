@@ -111,8 +111,10 @@ describe(EmbeddedPostgres.name, () => {
       eventually(() => query(server.url(), 'SELECT id FROM survivors')),
     ).resolves.toEqual([{ id: 7 }]);
     // The server answers a moment before the supervisor has seen it up and said so.
-    await eventually(async () =>
-      expect(logs.find((l) => l['msg'] === 'embedded PostgreSQL restarted')).toBeDefined(),
+    await eventually(() =>
+      Promise.resolve(
+        expect(logs.find((l) => l['msg'] === 'embedded PostgreSQL restarted')).toBeDefined(),
+      ),
     );
     expect(server.pid).not.toBe(pid);
     await server.stop();

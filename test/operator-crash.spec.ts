@@ -197,25 +197,21 @@ describe('the operator SIGKILLed', () => {
     60_000,
   );
 
-  it(
-    "OP-02 operator SIGKILLed while the double holds the answer to its Job POST: the build's ConfigMap still ends owned by its Job",
-    async () => {
-      await operators.explained(async () => {
-        const { id, stored } = await crashedAtJobCreate(KILL_POINTS[0]!, 50);
+  it("OP-02 operator SIGKILLed while the double holds the answer to its Job POST: the build's ConfigMap still ends owned by its Job", async () => {
+    await operators.explained(async () => {
+      const { id, stored } = await crashedAtJobCreate(KILL_POINTS[0]!, 50);
 
-        expect((await ground.ended(id, 30_000)).status).toBe('success');
-        await ground.expectMirrored(id, 'success');
-        const configMap = ground.cluster
-          .objects('v1', 'configmaps', NS)
-          .find((c) => c.metadata.name === `kiln-${id}`) as V1ConfigMap | undefined;
-        expect(configMap).toBeDefined();
-        expect(configMap?.metadata?.ownerReferences).toEqual([
-          expect.objectContaining({ kind: 'Job', uid: stored[0], controller: true }),
-        ]);
-      });
-    },
-    60_000,
-  );
+      expect((await ground.ended(id, 30_000)).status).toBe('success');
+      await ground.expectMirrored(id, 'success');
+      const configMap = ground.cluster
+        .objects('v1', 'configmaps', NS)
+        .find((c) => c.metadata.name === `kiln-${id}`) as V1ConfigMap | undefined;
+      expect(configMap).toBeDefined();
+      expect(configMap?.metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Job', uid: stored[0], controller: true }),
+      ]);
+    });
+  }, 60_000);
 
   it('LOG-06 operator SIGKILLed 3 times during a build: nothing lost, no duplicates', async () => {
     const n = 3_000;

@@ -11,7 +11,6 @@ import { freePort, isAlive } from './support/processes.js';
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
 const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln.js');
 
-
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'], HOME: process.env['HOME'], KILN_RUNNER: 'local', ...extra };
 }

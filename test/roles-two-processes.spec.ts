@@ -17,7 +17,6 @@ import { freePort } from './support/processes.js';
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
 const ADMIN = { email: 'admin@example.com', password: 'a long enough password' };
 
-
 interface Kiln {
   readonly url: string;
   readonly process: ChildProcess;

@@ -165,7 +165,7 @@ describe(BuildLifecycle.name, () => {
   );
 
   it.each(ends)(
-    'OP-03 %s clamps a completion time after the write (a clock ahead of kiln\'s) to the write',
+    "OP-03 %s clamps a completion time after the write (a clock ahead of kiln's) to the write",
     async (_, end) => {
       const build = await startedAnHourAgo();
       const before = await databaseNow();

@@ -28,7 +28,6 @@ export interface OperatorProcessOptions {
 /** How much of a child's output a failure message quotes. */
 const OUTPUT_TAIL = 6_000;
 
-
 /**
  * `node dist/main.js` with KILN_ROLE=operator on a shared database and kubeconfig: an operator
  * replica that can be SIGKILLed (no shutdown hook, no Lease release, in-flight requests cut),
