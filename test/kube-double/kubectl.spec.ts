@@ -1,36 +1,25 @@
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeApiServer } from '../support/kube/api-server.js';
 import { FIXTURES_DIR } from '../support/kube/client.js';
 import { writeKubeconfig } from '../support/kube/kubeconfig.js';
+import { type KubectlRun, kubectlOnPath, kubectlWith } from '../support/kube/kubectl.js';
 import { generateTlsMaterial } from '../support/kube/tls.js';
 
-// kubectl comes with this project's machines (google-cloud-cli), not with a bare Debian: without
-// it these suites are skipped, and say so.
-const kubectlOnPath =
-  spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
 if (!kubectlOnPath)
   console.warn(
     'kubectl is not on PATH: the kubectl suites against the API server double are skipped',
   );
 const describeWithKubectl = kubectlOnPath ? describe : describe.skip;
 
-// kubectl runs as a child process against the double in this process, so it must be spawned
-// asynchronously (spawnSync would block the server it talks to).
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 describeWithKubectl(`${KubeApiServer.name} with kubectl`, () => {
   let server: KubeApiServer;
   let dir: string;
   let kubeconfig: string;
 
-  const kubectl = (...args: string[]): Promise<Run> => kubectlWith(kubeconfig, dir, ...args);
+  const kubectl = (...args: string[]): Promise<KubectlRun> => kubectlWith(kubeconfig, dir, ...args);
   const file = (name: string, text: string): string => {
     const path = join(dir, name);
     writeFileSync(path, text);
@@ -301,26 +290,6 @@ describeWithKubectl('npm run kube:double', () => {
     }
   });
 });
-
-/** kubectl with a kubeconfig, asynchronously (the double runs in this process). */
-const kubectlWith = (kubeconfig: string, dir: string, ...args: string[]): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(
-      'kubectl',
-      [
-        '--kubeconfig',
-        kubeconfig,
-        '--cache-dir',
-        join(dir, 'cache'),
-        '--request-timeout',
-        '10s',
-        ...args,
-      ],
-      { timeout: 15_000, env: { ...process.env, HOME: dir } },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
 
 describeWithKubectl(`${KubeApiServer.name} with kubectl over TLS`, () => {
   let server: KubeApiServer;
