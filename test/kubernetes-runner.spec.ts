@@ -7,9 +7,12 @@ import { jsonOf } from './support/http.js';
 import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 const NAMESPACE = 'kiln-builds';
 const BUILDS = ['kiln.dev/v1alpha1', 'builds'] as const;
+
+noteDoubleOnly('KubernetesRunner');
 
 /**
  * KILN_RUNNER=kubernetes, API side: every build is a Build resource the API writes and the

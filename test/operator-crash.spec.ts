@@ -9,6 +9,7 @@ import {
   until,
 } from './support/operator-ground.js';
 import { OperatorProcesses } from './support/operator-process.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 /** The double's storage key of Jobs (`group/plural`). */
 const JOBS = 'batch/jobs';
@@ -59,6 +60,8 @@ const KILL_POINTS: KillPoint[] = [
     };
   }),
 ];
+
+noteDoubleOnly('the operator SIGKILLed');
 
 /**
  * The operator killed for real (TESTPLAN OP-02, LOG-06): `node dist/main.js` with

@@ -11,6 +11,9 @@ import {
 } from './support/operator-ground.js';
 import { wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
+
+noteDoubleOnly('the operator under faults');
 
 /**
  * The operator's fault suite (TESTPLAN OP-01..05, OP-08, OP-09, OP-11, OP-12, LOG-07, LOG-08): an

@@ -7,6 +7,7 @@ import { LeaderElector } from '../src/operator/runtime/leader-election.js';
 import { OperatorRuntime } from '../src/operator/runtime/operator-runtime.js';
 import { KubeApiServer } from './support/kube/api-server.js';
 import { eventually, k8s, kubeConfigFor, merge } from './support/kube/client.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 const NS = 'ops';
 const CM_PATH = `/api/v1/namespaces/${NS}/configmaps`;
@@ -65,6 +66,8 @@ class StallingProxy {
     }
   }
 }
+
+noteDoubleOnly('the operator runtime on client-node');
 
 describe('operator runtime against the Kubernetes API server double', () => {
   let server: KubeApiServer;

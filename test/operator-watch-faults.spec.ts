@@ -12,6 +12,7 @@ import {
 import { BuildLifecycle } from '../src/lifecycle/build-lifecycle.js';
 import { KILN_LABELS } from '../src/operator/api/build-resource.js';
 import { verifyCrc } from './support/kube/kubelet.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 /** KILN_OPERATOR_WATCH_TIMEOUT_SECONDS for OP-06: its smallest allowed value. */
 const WATCH_TIMEOUT_SECONDS = 5;
@@ -20,6 +21,8 @@ const WATCH_TIMEOUT_SECONDS = 5;
  * watch lifetime cap that is what would find a silent watch. OP-06 must end well before.
  */
 const CLIENT_NODE_IDLE_TIMEOUT_MS = 30_000;
+
+noteDoubleOnly('the operator under watch faults');
 
 /**
  * The operator's watch and identity faults (TESTPLAN OP-06, OP-07, OP-10), on the ground of

@@ -16,9 +16,12 @@ import { kubectlOnPath, kubectlWith } from './support/kube/kubectl.js';
 import { type ContainerScript, numberedLine } from './support/kube/kubelet.js';
 import { LogStreamClient } from './support/log-stream-client.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 const NS = 'kiln-builds';
 const BUILDS = ['kiln.dev/v1alpha1', 'builds'] as const;
+
+noteDoubleOnly('the operator');
 
 /**
  * The operator end to end, in one process with the API (KILN_ROLE=all, KILN_RUNNER=kubernetes),

@@ -19,6 +19,7 @@ import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { numberedLine, verifyCrc } from './support/kube/kubelet.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 const NS = 'kiln-builds';
 const SOURCE = 'registry.example/git@sha256:1111';
@@ -29,6 +30,8 @@ const FAST: LogFollowerOptions = {
   retryMaxMs: 200,
   maxUnansweredLines: 10_000,
 };
+
+noteDoubleOnly('the pod log follower');
 
 /**
  * The pod log follower against the Kubernetes API server double over real HTTP, into the real

@@ -11,6 +11,7 @@ import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { numberedLine } from './support/kube/kubelet.js';
 import { LogStreamClient } from './support/log-stream-client.js';
 import { freePort } from './support/processes.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
 // The compiled kiln (`make build`, part of `make test`), twice: the API and the operator as the
 // separate Deployments of a cluster install, on one Postgres and one Kubernetes API server.
@@ -22,6 +23,8 @@ interface Kiln {
   readonly process: ChildProcess;
   output: string;
 }
+
+noteDoubleOnly('KILN_ROLE=api and KILN_ROLE=operator as two processes');
 
 describe('KILN_ROLE=api and KILN_ROLE=operator as two processes', () => {
   let cluster: KubeApiServer;

@@ -1,0 +1,245 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { GIT_IMAGE, KANIKO_IMAGE } from '../src/build-methods/images.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { ApiClient, wizardManifest } from './support/builds.js';
+import { jsonOf } from './support/http.js';
+import { type ClusterTarget, clusterTarget } from './support/kube/cluster-target.js';
+import { kubectlOnPath } from './support/kube/kubectl.js';
+import { LogStreamClient } from './support/log-stream-client.js';
+import { until } from './support/operator-ground.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const NAMESPACE = process.env['KILN_TEST_NAMESPACE'] ?? 'kiln-e2e';
+/** Where the builds push. The double pushes nowhere; a real cluster needs a registry it trusts. */
+const REGISTRY = process.env['KILN_TEST_REGISTRY'] ?? 'registry.example.com';
+/** An image reference without its digest or tag: how the double's scripts name images. */
+const repositoryOf = (image: string) => image.replace(/@.*$/, '').replace(/:[^/:]*$/, '');
+
+if (!kubectlOnPath)
+  console.warn('kubectl is not on PATH: the operator suite on any cluster is skipped');
+else if (process.env['KUBECONFIG'])
+  console.warn(`KUBECONFIG is set: the operator suite on any cluster runs against that cluster`);
+
+/**
+ * The operator end to end on any Kubernetes (TESTPLAN: "keep the e2e suite able to target a real
+ * cluster through KUBECONFIG"): kiln (KILN_ROLE=all, KILN_RUNNER=kubernetes) reaches the cluster
+ * through a kubeconfig only, and the test looks through kiln's REST API, its WebSocket and
+ * kubectl, nothing else. With KUBECONFIG set it runs on that cluster (the builder images run for
+ * real; KILN_TEST_REGISTRY names a registry they can push to); without, on the API server double
+ * started as its own process, whose kubelet runs each builder image by a script. The suites that
+ * inject faults through the double's hooks run on the double only; they say so when KUBECONFIG is
+ * set.
+ */
+(kubectlOnPath ? describe : describe.skip)('the operator on any cluster', () => {
+  let dir: string;
+  let cluster: ClusterTarget;
+  let kiln: TestApp;
+  let seeded: Seeded;
+  let admin: ApiClient;
+  let token: string;
+  const made: string[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kiln-operator-cluster-'));
+    cluster = await clusterTarget({
+      dir,
+      namespace: NAMESPACE,
+      scripts: {
+        // 4 s a build: long enough to cancel one while it runs.
+        [repositoryOf(KANIKO_IMAGE)]: { lines: 40, linesPerSecond: 10 },
+        [repositoryOf(GIT_IMAGE)]: { lines: ["Cloning into '/workspace'..."] },
+      },
+    });
+    kiln = await startTestApp({
+      env: {
+        KILN_RUNNER: 'kubernetes',
+        KUBECONFIG: cluster.kubeconfig,
+        KILN_BUILD_NAMESPACE: NAMESPACE,
+        KILN_OPERATOR_DRAIN_DEADLINE_SECONDS: '30',
+      },
+    });
+    seeded = await seedTenancy(kiln);
+    token = await tokenFor(kiln.baseUrl, seeded.users.admin.email);
+    admin = new ApiClient(kiln, token, seeded.tenantA);
+  }, 120_000);
+
+  afterAll(async () => {
+    await kiln?.close();
+    if (cluster?.kind === 'KUBECONFIG' && made.length > 0)
+      await cluster.kubectl('delete', 'build', '--ignore-not-found', '--wait=false', ...made);
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  async function ended(id: string, ms = 600_000): Promise<Record<string, any>> {
+    return until(
+      `build ${id} to end`,
+      async () => {
+        const build = await jsonOf(await admin.request('GET', `/builds/${id}`));
+        return ['success', 'failed', 'cancelled'].includes(build.status) ? build : undefined;
+      },
+      ms,
+      250,
+    );
+  }
+
+  async function started(dockerfile: string): Promise<string> {
+    const manifest = wizardManifest('kaniko');
+    const config = manifest['build_config'] as Record<string, unknown>;
+    config['dockerfile'] = dockerfile;
+    config['registry_repository'] = `${REGISTRY}/kiln-e2e/app`;
+    const created = await admin.request('POST', '/builds', {
+      tenant_id: seeded.tenantA,
+      project_id: seeded.projectA,
+      manifest,
+    });
+    expect(created.status).toBe(201);
+    const id = (await jsonOf(created)).data.id as string;
+    made.push(id);
+    expect((await admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
+    return id;
+  }
+
+  /** Every stored line the builder printed, page by page. */
+  async function builderLines(id: string): Promise<string[]> {
+    const lines: string[] = [];
+    for (let offset = 0; ;) {
+      const { logs } = await jsonOf(
+        await admin.request('GET', `/builds/${id}/logs?limit=1000&offset=${offset}`),
+      );
+      for (const line of logs) if (line.metadata?.container === 'build') lines.push(line.message);
+      if (logs.length < 1000) return lines;
+      offset += logs.length;
+    }
+  }
+
+  const table = async (...names: string[]) => {
+    const run = await cluster.kubectl('get', 'kb', ...names);
+    expect(run.code).toBe(0);
+    return run.stdout
+      .trim()
+      .split('\n')
+      .map((row) => row.split(/\s+/));
+  };
+
+  it('runs a kaniko build from REST: its Job, the log stored and seen live, success, its row in kubectl get kb', async () => {
+    const id = await started('FROM scratch\nCOPY . /\n');
+    const live = new LogStreamClient(
+      `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
+      { headers: { authorization: `Bearer ${token}`, 'x-tenant-id': seeded.tenantA } },
+    );
+    await live.opened;
+
+    const build = await ended(id);
+
+    expect(build.status).toBe('success');
+    const job = await cluster.get('job', `kiln-${id}`);
+    expect(job?.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Build', name: id, controller: true }),
+    ]);
+    const stored = await builderLines(id);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(await live.closed).toEqual({ code: 1000, reason: 'success' });
+    expect(
+      live.messages.filter((m) => m.metadata?.container === 'build').map((m) => m.message),
+    ).toEqual(stored);
+    await until('the Build to mirror success', async () =>
+      (await cluster.get('build', id))?.status?.state === 'success' ? true : undefined,
+    );
+    const [header, row] = await table(id);
+    expect(header).toEqual(['NAME', 'NUMBER', 'METHOD', 'STATUS', 'REASON', 'AGE']);
+    expect(row!.slice(0, 4)).toEqual([id, String(build.build_number), 'kaniko', 'success']);
+  });
+
+  it('cancels a running build: cancelled, its Job gone, the lines printed before the cancel kept', async () => {
+    const id = await started(
+      'FROM busybox:1.36\nRUN for i in $(seq 1 600); do echo "line $i"; sleep 1; done\n',
+    );
+    await until('the first lines', async () => (await builderLines(id)).length >= 3, 600_000, 250);
+
+    const cancelled = await admin.request('POST', `/builds/${id}/cancel`, { reason: 'e2e' });
+
+    expect(cancelled.status).toBe(200);
+    const build = await ended(id, 120_000);
+    expect(build.status).toBe('cancelled');
+    expect((await builderLines(id)).length).toBeGreaterThanOrEqual(3);
+    await until('the Job to go', async () =>
+      (await cluster.get('job', `kiln-${id}`)) === undefined ? true : undefined,
+    );
+  });
+
+  it('kubectl apply of a Build: registered with a number, listed by REST, run to success', async () => {
+    const name = `applied-${Date.now()}`;
+    made.push(name);
+    const path = join(dir, `${name}.yaml`);
+    writeFileSync(
+      path,
+      stringify({
+        apiVersion: 'kiln.dev/v1alpha1',
+        kind: 'Build',
+        metadata: { name, namespace: NAMESPACE },
+        spec: {
+          tenantId: seeded.tenantA,
+          projectId: seeded.projectA,
+          method: 'kaniko',
+          config: { dockerfile: 'FROM scratch\n' },
+          output: { image: `${REGISTRY}/kiln-e2e/applied`, tags: ['e2e'] },
+        },
+      }),
+    );
+
+    expect(await cluster.kubectl('apply', '-f', path)).toMatchObject({ code: 0 });
+
+    const buildId = await until(
+      'registration',
+      async () => (await cluster.get('build', name))?.status?.buildId as string | undefined,
+      60_000,
+      250,
+    );
+    const listed = await jsonOf(await admin.request('GET', '/builds?limit=100'));
+    expect(listed.builds.map((b: any) => b.id)).toContain(buildId);
+    const build = await ended(buildId);
+    expect(build.status).toBe('success');
+    expect(build.build_number).toEqual(expect.any(Number));
+  });
+
+  it('ends a Build naming a project its tenant does not have with InvalidSpec and a Warning Event', async () => {
+    const name = `unknown-project-${Date.now()}`;
+    made.push(name);
+    const path = join(dir, `${name}.yaml`);
+    writeFileSync(
+      path,
+      stringify({
+        apiVersion: 'kiln.dev/v1alpha1',
+        kind: 'Build',
+        metadata: { name, namespace: NAMESPACE },
+        spec: {
+          tenantId: seeded.tenantA,
+          projectId: seeded.projectB,
+          method: 'kaniko',
+          config: { dockerfile: 'FROM scratch\n' },
+          output: { image: `${REGISTRY}/kiln-e2e/refused`, tags: ['e2e'] },
+        },
+      }),
+    );
+
+    expect(await cluster.kubectl('apply', '-f', path)).toMatchObject({ code: 0 });
+
+    const status = await until(
+      'the refusal',
+      async () => (await cluster.get('build', name))?.status,
+      60_000,
+      250,
+    );
+    expect(status).toMatchObject({ state: 'failed', failureReason: 'InvalidSpec' });
+    await until('the Event', async () =>
+      (await cluster.list('events')).some(
+        (e) =>
+          e.involvedObject?.name === name && e.reason === 'InvalidSpec' && e.type === 'Warning',
+      ),
+    );
+  });
+});
