@@ -125,6 +125,28 @@ else if (process.env['KUBECONFIG'])
       .map((row) => row.split(/\s+/));
   };
 
+  /** `kubectl apply` of a kaniko Build named `name` of this project, as a user would write it. */
+  async function apply(name: string, projectId: string) {
+    made.push(name);
+    const path = join(dir, `${name}.yaml`);
+    writeFileSync(
+      path,
+      stringify({
+        apiVersion: 'kiln.dev/v1alpha1',
+        kind: 'Build',
+        metadata: { name, namespace: NAMESPACE },
+        spec: {
+          tenantId: seeded.tenantA,
+          projectId,
+          method: 'kaniko',
+          config: { dockerfile: 'FROM scratch\n' },
+          output: { image: `${REGISTRY}/kiln-e2e/${name}`, tags: ['e2e'] },
+        },
+      }),
+    );
+    return cluster.kubectl('apply', '-f', path);
+  }
+
   it('runs a kaniko build from REST: its Job, the log stored and seen live, success, its row in kubectl get kb', async () => {
     const id = await started('FROM scratch\nCOPY . /\n');
     const live = new LogStreamClient(
@@ -173,25 +195,7 @@ else if (process.env['KUBECONFIG'])
 
   it('kubectl apply of a Build: registered with a number, listed by REST, run to success', async () => {
     const name = `applied-${Date.now()}`;
-    made.push(name);
-    const path = join(dir, `${name}.yaml`);
-    writeFileSync(
-      path,
-      stringify({
-        apiVersion: 'kiln.dev/v1alpha1',
-        kind: 'Build',
-        metadata: { name, namespace: NAMESPACE },
-        spec: {
-          tenantId: seeded.tenantA,
-          projectId: seeded.projectA,
-          method: 'kaniko',
-          config: { dockerfile: 'FROM scratch\n' },
-          output: { image: `${REGISTRY}/kiln-e2e/applied`, tags: ['e2e'] },
-        },
-      }),
-    );
-
-    expect(await cluster.kubectl('apply', '-f', path)).toMatchObject({ code: 0 });
+    expect(await apply(name, seeded.projectA)).toMatchObject({ code: 0 });
 
     const buildId = await until(
       'registration',
@@ -208,25 +212,7 @@ else if (process.env['KUBECONFIG'])
 
   it('ends a Build naming a project its tenant does not have with InvalidSpec and a Warning Event', async () => {
     const name = `unknown-project-${Date.now()}`;
-    made.push(name);
-    const path = join(dir, `${name}.yaml`);
-    writeFileSync(
-      path,
-      stringify({
-        apiVersion: 'kiln.dev/v1alpha1',
-        kind: 'Build',
-        metadata: { name, namespace: NAMESPACE },
-        spec: {
-          tenantId: seeded.tenantA,
-          projectId: seeded.projectB,
-          method: 'kaniko',
-          config: { dockerfile: 'FROM scratch\n' },
-          output: { image: `${REGISTRY}/kiln-e2e/refused`, tags: ['e2e'] },
-        },
-      }),
-    );
-
-    expect(await cluster.kubectl('apply', '-f', path)).toMatchObject({ code: 0 });
+    expect(await apply(name, seeded.projectB)).toMatchObject({ code: 0 });
 
     const status = await until(
       'the refusal',

@@ -15,6 +15,7 @@ import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { kubectlOnPath, kubectlWith } from './support/kube/kubectl.js';
 import { type ContainerScript, numberedLine } from './support/kube/kubelet.js';
 import { LogStreamClient } from './support/log-stream-client.js';
+import { until } from './support/operator-ground.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 
@@ -68,20 +69,6 @@ describe('the operator', () => {
     (cluster.objects('batch/v1', 'jobs', NS) as V1Job[]).find(
       (j) => j.metadata?.name === `kiln-${id}`,
     );
-
-  async function until<T>(
-    what: string,
-    probe: () => Promise<T | undefined> | T | undefined,
-    ms = 20_000,
-  ): Promise<T> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((done) => setTimeout(done, 50));
-    }
-  }
 
   async function ended(id: string): Promise<Record<string, any>> {
     return until(`build ${id} to end`, async () => {
