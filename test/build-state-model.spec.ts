@@ -269,5 +269,6 @@ describe('build state machine (model-based)', () => {
       }),
       { numRuns: 40 },
     );
-  });
+    // 40 sequences of real HTTP calls: ~15 s on 2 idle cores, more when other suites load them.
+  }, 120_000);
 });

@@ -217,7 +217,9 @@ describe('the operator SIGKILLed', () => {
   }, 60_000);
 
   it('LOG-06 operator SIGKILLed 3 times during a build: nothing lost, no duplicates', async () => {
-    const n = 3_000;
+    // ~35 s of printing: three kills, each followed by a Lease expiry, a boot and a catch-up,
+    // fit in it even on a loaded machine.
+    const n = 6_000;
     ground.builder({ lines: n, linesPerSecond: 170, printCrc: true });
     const changes = await ground.statusChanges();
     const id = await ground.startedBuild();
