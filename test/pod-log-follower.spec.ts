@@ -119,7 +119,11 @@ describe(BuildLogFollower.name, () => {
   function follow(
     buildId: string,
     pod: string,
-    overrides: { options?: LogFollowerOptions; sink?: LogFollowerDeps['sink'] } = {},
+    overrides: {
+      options?: LogFollowerOptions;
+      sink?: LogFollowerDeps['sink'];
+      claim?: LogFollowerDeps['claim'];
+    } = {},
   ): { follower: BuildLogFollower; done: Promise<FollowOutcome> } {
     const names = containersInOrder(podNamed(pod)!);
     const follower = new BuildLogFollower(
@@ -128,6 +132,7 @@ describe(BuildLogFollower.name, () => {
         sink: overrides.sink ?? kiln.app.get(LogSink),
         cursors: kiln.app.get(BuildLogsRepository),
         logger: kiln.logs.logger,
+        ...(overrides.claim === undefined ? {} : { claim: overrides.claim }),
       },
       { buildId, namespace: NS, pod, containers: names.map((name) => ({ name })) },
       overrides.options ?? FAST,
@@ -216,6 +221,51 @@ describe(BuildLogFollower.name, () => {
     expect(built.slice(0, n)).toEqual(Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)));
     expect(verifyCrc(built)).toBe(true);
   }, 60_000);
+
+  it('OP-10 lets one follower at a time store a build’s log: a second waits for the first’s claim, then goes on from what is stored', async () => {
+    const n = 3_000;
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 1_500, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const store = kiln.app.get(BuildLogsRepository);
+    const claim = (holder: string) => ({ store, holder, ttlMs: 2_000 });
+    const first = follow(buildId, pod, { claim: claim('operator-a') });
+    while ((await store.lineCount(buildId)) < 200) await sleep(20);
+
+    // Two operators that both believe they lead, each following the same pod.
+    const second = follow(buildId, pod, { claim: claim('operator-b') });
+    await sleep(500);
+    await first.follower.stop();
+    const outcome = await second.done;
+
+    expect(outcome).toEqual({ complete: true, incomplete: [] });
+    const messages = (await stored(buildId)).map((l) => l.message);
+    expect(messages.slice(0, n)).toEqual(
+      Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)),
+    );
+    expect(messages).toHaveLength(n + 1);
+    expect(verifyCrc(messages)).toBe(true);
+  });
+
+  it('follows once the claim of a follower that died (it renews no more) has run out', async () => {
+    cluster.kubelet.script(BUILDER, { lines: 100, linesPerSecond: 1_000, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const store = kiln.app.get(BuildLogsRepository);
+    expect(await store.claimFollower(buildId, 'a-process-that-died', 1_000)).toBe(true);
+    expect(await store.claimFollower(buildId, 'operator-b', 1_000)).toBe(false);
+
+    const outcome = await follow(buildId, pod, {
+      claim: { store, holder: 'operator-b', ttlMs: 1_000 },
+    }).done;
+
+    expect(outcome).toEqual({ complete: true, incomplete: [] });
+    const messages = (await stored(buildId)).map((l) => l.message);
+    expect(messages).toHaveLength(101);
+    expect(verifyCrc(messages)).toBe(true);
+    // Let go of when it ended.
+    expect(await store.claimFollower(buildId, 'operator-c', 1_000)).toBe(true);
+  });
 
   it('loses and doubles nothing when the stream is cut ten times mid-build, even inside lines that share a timestamp', async () => {
     const n = 4_000;

@@ -191,6 +191,34 @@ export class BuildLogsRepository {
     return row === undefined ? undefined : { tsMs: row.ts.getTime(), seen: row.seen };
   }
 
+  /**
+   * Claims the following of a build's pod logs for `holder` until `ttlMs` from now: true when it
+   * had no follower, had this one, or its follower's claim ran out (a process that died). The
+   * database's clock decides, so the operators' clocks need not agree.
+   */
+  async claimFollower(buildId: string, holder: string, ttlMs: number): Promise<boolean> {
+    const rows = await this.dataSource.query<unknown[]>(
+      `INSERT INTO build_logs (build_id, follower, follower_until)
+       VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond')
+       ON CONFLICT (build_id) DO UPDATE
+          SET follower = EXCLUDED.follower, follower_until = EXCLUDED.follower_until
+        WHERE build_logs.follower IS NULL OR build_logs.follower = EXCLUDED.follower
+           OR build_logs.follower_until < clock_timestamp()
+       RETURNING build_id`,
+      [buildId, holder, ttlMs],
+    );
+    return rows.length === 1;
+  }
+
+  /** Lets go of a claim `holder` has (nothing when another holds it). */
+  async releaseFollower(buildId: string, holder: string): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE build_logs SET follower = NULL, follower_until = NULL
+        WHERE build_id = $1 AND follower = $2`,
+      [buildId, holder],
+    );
+  }
+
   /** How many lines the build has stored (0 before its first). */
   async lineCount(buildId: string): Promise<number> {
     const [row] = await this.dataSource.query<Array<{ lines: number }>>(

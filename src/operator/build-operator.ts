@@ -5,6 +5,8 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { DEFAULT_JOB_SETTINGS } from '../build-methods/job.js';
 import { LOGGER } from '../common/logger.js';
@@ -28,7 +30,7 @@ import {
 } from './api/build-resource.js';
 import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './build/build-reconciler.js';
 import { podChanged } from './build/pod-state.js';
-import { Informer } from './runtime/informer.js';
+import { Informer, trimForCache } from './runtime/informer.js';
 import { type Elector, type LeaderCallbacks, LeaderElector } from './runtime/leader-election.js';
 import { OperatorRuntime } from './runtime/operator-runtime.js';
 import { BOOKKEEPING_FIELDS, changedBeyondMetadata } from './runtime/predicates.js';
@@ -78,6 +80,9 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     const watches = {
       watchLifetimeMs: settings.watchTimeoutMs,
       resyncPeriodMs: settings.resyncPeriodMs,
+      // build/ reads neither managedFields nor kubectl's last-applied annotation: about half of
+      // each cached object's size.
+      transform: trimForCache,
       logger,
     };
     const kilnOnly = `${KILN_LABELS.managedBy}=${MANAGED_BY_KILN}`;
@@ -130,6 +135,13 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       sink: this.sink,
       logs: new PodLogs(kube),
       cursors: this.logs,
+      // A claim lasts a Lease's duration: a successor that waits out the Lease of a leader that
+      // died finds its log claim run out too.
+      logClaim: {
+        store: this.logs,
+        holder: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
+        ttlMs: settings.leaseDurationMs,
+      },
       logger,
       settings: {
         ...DEFAULT_RECONCILER_SETTINGS,

@@ -68,6 +68,8 @@ export interface ReconcilerDeps {
   readonly sink: LogSink;
   readonly logs: LogFollowerDeps['logs'];
   readonly cursors: LogFollowerDeps['cursors'];
+  /** One log follower per build across operator processes (see LogFollowerDeps.claim). */
+  readonly logClaim?: LogFollowerDeps['claim'];
   readonly logger: Logger;
   readonly settings: ReconcilerSettings;
   readonly now?: () => number;
@@ -401,6 +403,7 @@ export class BuildReconciler {
           sink: this.deps.sink,
           cursors: this.deps.cursors,
           logger: this.deps.logger,
+          ...(this.deps.logClaim === undefined ? {} : { claim: this.deps.logClaim }),
         },
         {
           buildId: record.id,

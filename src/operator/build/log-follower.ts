@@ -62,6 +62,19 @@ export interface LogFollowerDeps {
     containerCursor(buildId: string, container: string): Promise<LogCursor | undefined>;
   };
   readonly logger: Logger;
+  /**
+   * One follower per build across operator processes: it follows only while it holds the build's
+   * claim (renewed every third of `ttlMs`), so two operators that both believe they lead do not
+   * store each line twice. Without it, the follower follows at once.
+   */
+  readonly claim?: {
+    readonly store: {
+      claimFollower(buildId: string, holder: string, ttlMs: number): Promise<boolean>;
+      releaseFollower(buildId: string, holder: string): Promise<void>;
+    };
+    readonly holder: string;
+    readonly ttlMs: number;
+  };
 }
 
 export interface LogFollowerOptions {
@@ -154,6 +167,73 @@ export class BuildLogFollower {
   }
 
   private async run(): Promise<FollowOutcome> {
+    const claim = this.deps.claim;
+    if (claim === undefined) return this.followAll();
+    if (!(await this.claimed(claim))) {
+      // Stopped or abandoned while another follower held the log: that one stores it.
+      return { complete: false, incomplete: this.target.containers.map((c) => c.name) };
+    }
+    const renewal = setInterval(() => void this.renew(claim), Math.max(100, claim.ttlMs / 3));
+    try {
+      return await this.followAll();
+    } finally {
+      clearInterval(renewal);
+      await claim.store
+        .releaseFollower(this.target.buildId, claim.holder)
+        .catch((error: unknown) =>
+          this.deps.logger.warn(
+            { err: error, build_id: this.target.buildId },
+            'could not let go of the log claim; it runs out by itself',
+          ),
+        );
+    }
+  }
+
+  /** Waits until this follower holds the build's claim; false when stopped first. */
+  private async claimed(claim: NonNullable<LogFollowerDeps['claim']>): Promise<boolean> {
+    let told = false;
+    while (!this.stopper.signal.aborted) {
+      try {
+        if (await claim.store.claimFollower(this.target.buildId, claim.holder, claim.ttlMs))
+          return true;
+        if (!told) {
+          told = true;
+          this.deps.logger.warn(
+            { build_id: this.target.buildId },
+            'another operator follows this build’s log; waiting for its claim to end',
+          );
+        }
+      } catch (error) {
+        this.deps.logger.warn(
+          { err: error, build_id: this.target.buildId },
+          'could not claim the build’s log; retrying',
+        );
+      }
+      await this.waitForChange(Math.min(this.options.retryMaxMs, claim.ttlMs / 2));
+    }
+    return false;
+  }
+
+  /** Renews the claim; one that another follower holds now stops this one (no marker). */
+  private async renew(claim: NonNullable<LogFollowerDeps['claim']>): Promise<void> {
+    try {
+      if (await claim.store.claimFollower(this.target.buildId, claim.holder, claim.ttlMs)) return;
+      this.deps.logger.warn(
+        { build_id: this.target.buildId },
+        'another operator took over this build’s log; stopping here',
+      );
+      this.stopper.abort(new Error('another operator follows this log'));
+      this.wake?.();
+    } catch (error) {
+      // The database is away: so is anyone who could take the claim from us.
+      this.deps.logger.warn(
+        { err: error, build_id: this.target.buildId },
+        'could not renew the log claim; following on',
+      );
+    }
+  }
+
+  private async followAll(): Promise<FollowOutcome> {
     const incomplete: string[] = [];
     for (const container of this.target.containers) {
       let read = false;
