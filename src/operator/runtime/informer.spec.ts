@@ -1,5 +1,11 @@
 import { FakeClock } from './clock.js';
-import { Informer, objectKey, type InformerOptions } from './informer.js';
+import {
+  Informer,
+  LAST_APPLIED_ANNOTATION,
+  objectKey,
+  trimForCache,
+  type InformerOptions,
+} from './informer.js';
 import type { ListWatchSource, WatchEvent } from './ports.js';
 import { MemoryListWatch, StatusError } from './testing.js';
 
@@ -306,6 +312,38 @@ describe(Informer.name, () => {
     await informer.stop();
   });
 
+  it('caches and hands out what `transform` returns, for listed and watched objects alike', async () => {
+    const clock = new FakeClock();
+    const source = new MemoryListWatch<Thing>();
+    const seen: Thing[] = [];
+    const informer = new Informer(source, {
+      clock,
+      transform: (object) => ({ ...object, data: { kept: object.data?.kept ?? '' } }),
+    });
+    informer.addHandler({
+      onAdd: (o) => seen.push(o),
+      onUpdate: (_before, after) => seen.push(after),
+      onDelete: (o) => seen.push(o),
+    });
+    source.upsert(thing('listed', { kept: '1', dropped: 'x' }));
+    informer.start();
+    await clock.flush();
+    source.upsert(thing('watched', { kept: '2', dropped: 'y' }));
+    source.upsert(thing('listed', { kept: '3', dropped: 'z' }));
+    source.remove('ns', 'watched');
+    await clock.flush();
+
+    expect(seen.map((o) => [objectKey(o), o.data])).toEqual([
+      ['ns/listed', { kept: '1' }],
+      ['ns/watched', { kept: '2' }],
+      ['ns/listed', { kept: '3' }],
+      ['ns/watched', { kept: '2' }],
+    ]);
+    expect(informer.list().map((o) => o.data)).toEqual([{ kept: '3' }]);
+    expect(Object.isFrozen(informer.get('ns/listed')?.data)).toBe(true);
+    await informer.stop();
+  });
+
   it('keeps going when a handler throws', async () => {
     const { clock, source, informer, events } = setup();
     informer.addHandler({
@@ -335,5 +373,54 @@ describe(Informer.name, () => {
     expect(source.openWatches).toBe(0);
     expect(events).toEqual([]);
     expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe(trimForCache.name, () => {
+  const managedFields = [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }];
+
+  it('drops managedFields and the last-applied annotation and keeps every other field', () => {
+    const object = {
+      apiVersion: 'v1',
+      kind: 'Thing',
+      metadata: {
+        name: 'a',
+        namespace: 'ns',
+        uid: 'u1',
+        resourceVersion: '7',
+        labels: { app: 'x' },
+        annotations: { [LAST_APPLIED_ANNOTATION]: '{"kind":"Thing"}', keep: 'me' },
+        finalizers: ['kiln.dev/logs'],
+        ownerReferences: [{ kind: 'Build', name: 'b', uid: 'u0', controller: true }],
+        managedFields,
+      },
+      spec: { suspend: true },
+      status: { state: 'queued' },
+    };
+
+    expect(trimForCache(structuredClone(object))).toEqual({
+      ...object,
+      metadata: {
+        name: 'a',
+        namespace: 'ns',
+        uid: 'u1',
+        resourceVersion: '7',
+        labels: { app: 'x' },
+        annotations: { keep: 'me' },
+        finalizers: ['kiln.dev/logs'],
+        ownerReferences: [{ kind: 'Build', name: 'b', uid: 'u0', controller: true }],
+      },
+    });
+  });
+
+  it('leaves no empty annotations behind, and an object with nothing to drop as it is', () => {
+    const applied = {
+      metadata: { name: 'a', annotations: { [LAST_APPLIED_ANNOTATION]: '{}' }, managedFields },
+    };
+    expect(trimForCache(applied)).toEqual({ metadata: { name: 'a' } });
+
+    const plain = { metadata: { name: 'b', annotations: { keep: 'me' } }, spec: {} };
+    expect(trimForCache(plain)).toBe(plain);
+    expect(plain.metadata.annotations).toEqual({ keep: 'me' });
   });
 });

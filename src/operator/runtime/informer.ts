@@ -34,6 +34,14 @@ export interface InformerHandler<T> {
   onDelete?(object: T): void;
 }
 
+/**
+ * Applied to every listed or watched object before it is cached and handed to handlers, e.g.
+ * `trimForCache`: what it drops costs no memory in the cache (client-go's TransformFunc). It gets
+ * the decoded object, which nothing else holds yet, and may change it in place. Handlers and
+ * `get`/`list` see only what it returns, so it must keep every field a reader uses.
+ */
+export type InformerTransform<T> = (object: T) => T;
+
 export interface InformerOptions {
   /** For logs. */
   name?: string;
@@ -87,8 +95,9 @@ const LIFETIME_GRACE_MS = 1000;
  * 410 Gone relists, each watch's lifetime is capped, and every cached object is re-notified
  * periodically. It never gives up: only `stop()` ends it.
  *
- * Cached objects are stored as received and deep-frozen: `get` and `list` return the cached
- * objects themselves, and writing to one throws. Clone (`structuredClone`) before changing.
+ * Cached objects are stored as received (after the `transform` option, if any) and deep-frozen:
+ * `get` and `list` return the cached objects themselves, and writing to one throws. Clone
+ * (`structuredClone`) before changing.
  */
 export class Informer<T extends KubeObjectLike> {
   readonly stats: InformerStats = {
@@ -111,6 +120,7 @@ export class Informer<T extends KubeObjectLike> {
   private readonly lifetimeMs: number;
   private readonly lifetimeJitter: number;
   private readonly resyncPeriodMs: number;
+  private readonly transform: InformerTransform<T>;
   private resourceVersion = '';
   private synced = false;
   private readonly syncWaiters = new Set<() => void>();
@@ -120,7 +130,7 @@ export class Informer<T extends KubeObjectLike> {
 
   constructor(
     private readonly source: ListWatchSource<T>,
-    options: InformerOptions = {},
+    options: InformerOptions & { transform?: InformerTransform<T> } = {},
   ) {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
@@ -132,6 +142,7 @@ export class Informer<T extends KubeObjectLike> {
     this.lifetimeMs = options.watchLifetimeMs ?? 5 * 60_000;
     this.lifetimeJitter = options.watchLifetimeJitter ?? 0.1;
     this.resyncPeriodMs = options.resyncPeriodMs ?? 10 * 60_000;
+    this.transform = options.transform ?? ((object) => object);
   }
 
   /** True once the first list has filled the cache (and forever after). */
@@ -208,10 +219,7 @@ export class Informer<T extends KubeObjectLike> {
       if (needList) {
         this.stats.lists++;
         try {
-          const result = await this.source.list(signal);
-          if (signal.aborted) break;
-          this.replace(result.items);
-          this.resourceVersion = result.resourceVersion;
+          if (!(await this.listOnce(signal))) break;
           needList = false;
           this.markSynced();
         } catch (error) {
@@ -249,6 +257,19 @@ export class Informer<T extends KubeObjectLike> {
       this.stats.failures++;
       await this.clock.sleep(this.backoff(failures), signal);
     }
+  }
+
+  /**
+   * Lists and swaps the result into the cache; false when stopped meanwhile. A frame of its own:
+   * in `run`'s, the listed items (the objects as received, before `transform`) would stay
+   * reachable while it awaits the watch, i.e. as long as the cache.
+   */
+  private async listOnce(signal: AbortSignal): Promise<boolean> {
+    const result = await this.source.list(signal);
+    if (signal.aborted) return false;
+    this.replace(result.items);
+    this.resourceVersion = result.resourceVersion;
+    return true;
   }
 
   private watchOnce(signal: AbortSignal): Promise<WatchOutcome> {
@@ -320,7 +341,7 @@ export class Informer<T extends KubeObjectLike> {
       if (event.resourceVersion) this.resourceVersion = event.resourceVersion;
       return;
     }
-    const object = deepFreeze(event.object);
+    const object = deepFreeze(this.transform(event.object));
     const key = objectKey(object);
     const previous = this.cache.get(key);
     if (event.type === 'DELETED') {
@@ -338,7 +359,10 @@ export class Informer<T extends KubeObjectLike> {
   /** Swaps in a fresh list and tells handlers what changed since the cache last saw it. */
   private replace(items: T[]): void {
     const next = new Map<string, T>();
-    for (const item of items) next.set(objectKey(item), deepFreeze(item));
+    for (const item of items) {
+      const object = deepFreeze(this.transform(item));
+      next.set(objectKey(object), object);
+    }
     const previous = this.cache;
     this.cache = next;
     for (const [key, object] of next) {
@@ -366,6 +390,43 @@ export class Informer<T extends KubeObjectLike> {
       }
     }
   }
+}
+
+/** kubectl's client-side apply keeps the whole applied object in this annotation. */
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * A `transform` for informers whose readers look at neither `metadata.managedFields` (the
+ * server's field ownership, rewritten on every write: about half of a small object's JSON) nor
+ * kubectl's last-applied-configuration annotation (a second copy of the object): drops both, as
+ * controller-runtime's cache TransformStripManagedFields does for the first. Writes go by
+ * resourceVersion and merge patches, never by these fields, so nothing is lost for them.
+ *
+ * The trimmed objects are rebuilt, not `delete`d from: V8 turns an object that loses a property
+ * into a hash table about four times the size, which would cost more than the fields did.
+ */
+export function trimForCache<T extends KubeObjectLike>(object: T): T {
+  const metadata: Record<string, unknown> | undefined = object.metadata;
+  if (metadata === undefined) return object;
+  const annotations = metadata.annotations as Record<string, string> | undefined;
+  const lastApplied = annotations !== undefined && LAST_APPLIED_ANNOTATION in annotations;
+  if (metadata.managedFields === undefined && !lastApplied) return object;
+  const trimmed: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(metadata)) {
+    if (field === 'managedFields') continue;
+    if (field === 'annotations' && lastApplied) {
+      const others = without(annotations, LAST_APPLIED_ANNOTATION);
+      if (Object.keys(others).length > 0) trimmed[field] = others;
+    } else trimmed[field] = value;
+  }
+  return { ...object, metadata: trimmed };
+}
+
+/** A copy of `record` without `field`, built property by property (see trimForCache). */
+function without<V>(record: Record<string, V>, field: string): Record<string, V> {
+  const copy: Record<string, V> = {};
+  for (const [key, value] of Object.entries(record)) if (key !== field) copy[key] = value;
+  return copy;
 }
 
 /** Freezes an object graph in place (JSON-shaped data: objects and arrays). */
