@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../processes.js';
 import type { ContainerScript } from './kubelet.js';
-import { kubectlWith, type KubectlRun } from './kubectl.js';
+import { k8s } from './client.js';
+import { kubectlOnPath, kubectlWith, type KubectlRun } from './kubectl.js';
 
 /**
  * The Kubernetes an end-to-end suite runs against. With `KUBECONFIG` set, the cluster it names
@@ -17,11 +18,17 @@ export interface ClusterTarget {
   readonly kind: 'KUBECONFIG' | 'double process';
   readonly kubeconfig: string;
   readonly namespace: string;
-  /** kubectl in the suite's namespace. */
-  kubectl(...args: string[]): Promise<KubectlRun>;
-  /** `kubectl get -o json`, parsed (undefined when it is not found). */
-  get<T = Record<string, any>>(kind: string, name: string): Promise<T | undefined>;
-  list<T = Record<string, any>>(kind: string, ...selector: string[]): Promise<T[]>;
+  /** kubectl in the suite's namespace (undefined without kubectl on PATH). */
+  readonly kubectl: ((...args: string[]) => Promise<KubectlRun>) | undefined;
+  /** An object of the namespace (undefined when it is not there). */
+  get<T = Record<string, any>>(
+    apiVersion: string,
+    kind: string,
+    name: string,
+  ): Promise<T | undefined>;
+  list<T = Record<string, any>>(apiVersion: string, kind: string): Promise<T[]>;
+  /** Creates an object, as `kubectl apply` of a new one would. */
+  create(object: Record<string, any>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -58,21 +65,29 @@ export async function clusterTarget(options: {
     ]);
     stop = () => stopProcess(double);
   }
-  const kubectl = (...args: string[]) =>
-    kubectlWith(kubeconfig, dir, '--namespace', namespace, ...args);
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(kubeconfig);
+  const objects = k8s.KubernetesObjectApi.makeApiClient(config);
   const target: ClusterTarget = {
     kind: REAL_CLUSTER_KUBECONFIG === undefined ? 'double process' : 'KUBECONFIG',
     kubeconfig,
     namespace,
-    kubectl,
-    async get(kind, name) {
-      const run = await kubectl('get', kind, name, '-o', 'json');
-      if (run.code !== 0 && /NotFound|not found/.test(run.stderr)) return undefined;
-      return JSON.parse(ok(run, `get ${kind} ${name}`).stdout);
+    kubectl: kubectlOnPath
+      ? (...args) => kubectlWith(kubeconfig, dir, '--namespace', namespace, ...args)
+      : undefined,
+    async get(apiVersion, kind, name) {
+      try {
+        return (await objects.read({ apiVersion, kind, metadata: { name, namespace } })) as any;
+      } catch (error) {
+        if (error instanceof k8s.ApiException && error.code === 404) return undefined;
+        throw error;
+      }
     },
-    async list(kind, ...selector) {
-      const run = await kubectl('get', kind, ...selector, '-o', 'json');
-      return (JSON.parse(ok(run, `get ${kind}`).stdout) as { items: any[] }).items;
+    async list(apiVersion, kind) {
+      return (await objects.list(apiVersion, kind, namespace)).items as any[];
+    },
+    async create(object) {
+      await objects.create({ ...object, metadata: { ...object['metadata'], namespace } });
     },
     stop,
   };
@@ -82,6 +97,7 @@ export async function clusterTarget(options: {
 
 /** kiln's CRD (unless the cluster has it: a Helm install, or an earlier run) and the namespace. */
 async function install(kubeconfig: string, dir: string, namespace: string): Promise<void> {
+  if (!kubectlOnPath) throw new Error('a suite on KUBECONFIG’s cluster needs kubectl on PATH');
   const kubectl = (...args: string[]) => kubectlWith(kubeconfig, dir, ...args);
   if ((await kubectl('get', 'builds.kiln.dev', '--all-namespaces', '-o', 'name')).code !== 0) {
     ok(await kubectl('apply', '-f', CRD_FILE), 'apply the CRD');
