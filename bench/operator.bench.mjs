@@ -11,7 +11,8 @@
 //
 // `node bench/operator.bench.mjs [jobs] [logs] [rss]` runs some sections (after `make build`).
 // Sizes: OPBENCH_BUILDS (1000), OPBENCH_CACHED_BUILDS (10000), OPBENCH_PODS (50),
-// OPBENCH_LINES_PER_SECOND (2000), OPBENCH_WINDOW_SECONDS (15).
+// OPBENCH_LINES_PER_SECOND (2000), OPBENCH_WINDOW_SECONDS (15). OPBENCH_CPU_PROFILE=dir makes
+// each kiln process write a V8 CPU profile into dir when it stops.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';

@@ -43,7 +43,7 @@ export async function startPostgres() {
 export function startKilnProcess(env) {
   const child = fork(new URL('./kiln-child.mjs', import.meta.url), {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
-    execArgv: ['--expose-gc'],
+    execArgv: ['--expose-gc', ...cpuProfileArgs()],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const lines = [];
@@ -142,6 +142,16 @@ export function startKilnProcess(env) {
     }),
   };
   return kiln;
+}
+
+/**
+ * OPBENCH_CPU_PROFILE=dir: each kiln process writes a V8 CPU profile (.cpuprofile, for Chrome
+ * DevTools or `node --cpu-prof` tooling) into dir when it exits; kiln's SIGTERM stop exits
+ * through process.exit, which writes it.
+ */
+function cpuProfileArgs() {
+  const dir = process.env.OPBENCH_CPU_PROFILE;
+  return dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
 }
 
 function levelName(level) {

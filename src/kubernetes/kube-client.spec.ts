@@ -6,6 +6,7 @@ describe(KubeClient.name, () => {
   let server: Server;
   let baseUrl: string;
   const seen: IncomingMessage[] = [];
+  let connections = 0;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -33,6 +34,7 @@ describe(KubeClient.name, () => {
         }),
       );
     });
+    server.on('connection', () => connections++);
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -56,6 +58,25 @@ describe(KubeClient.name, () => {
     });
     expect(client.namespace).toBe('builds');
     expect(seen.at(-1)?.headers['user-agent']).toMatch(/kubernetes-client-javascript/);
+  });
+
+  it('reuses kept-alive connections instead of opening one per request', async () => {
+    const client = KubeClient.connect({
+      kind: 'server',
+      server: baseUrl,
+      token: 'test-token',
+      namespace: 'builds',
+    });
+    const before = connections;
+
+    for (let i = 0; i < 10; i++) await client.serverVersion();
+
+    // undici hands a connection back a moment after the response: the second request may open
+    // a second one; every later request finds one of them idle.
+    expect(connections - before).toBeLessThanOrEqual(2);
+    expect(seen.slice(-10).map((r) => r.headers.authorization)).toEqual(
+      Array(10).fill('Bearer test-token'),
+    );
   });
 
   it('surfaces a rejected credential as an error', async () => {

@@ -1,4 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
+import type { Dispatcher } from 'undici';
 
 /** Where to find the cluster: an explicit server (tests, the API server double) or kubeconfig. */
 export type KubeTarget =
@@ -15,6 +16,29 @@ export interface KubeServerVersion {
 }
 
 /**
+ * client-node 2.0.1 makes a new undici Agent in every `applySecurityAuthentication` for a cluster
+ * with TLS settings (a CA, a client certificate, or skipTLSVerify): each API call then opened its
+ * own connection (a TLS handshake on a real API server), whose socket and pool lingered for the
+ * keep-alive timeout. As client-node's own http.Agent cache (createAgent) does, this keeps the
+ * first dispatcher made for a cluster and user and hands it to every later request, so requests
+ * and watches share keep-alive connections. Credentials sent as headers (tokens) are still set
+ * per request; TLS material is read once per cluster and user, as that cache reads it.
+ */
+class PooledKubeConfig extends k8s.KubeConfig {
+  private readonly dispatchers = new Map<string, Dispatcher>();
+
+  override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const made = context.getDispatcher();
+    if (made === undefined) return; // client-node's global dispatcher: pooled already
+    const key = JSON.stringify([this.getCurrentCluster()?.name, this.getCurrentUser()?.name]);
+    const kept = this.dispatchers.get(key);
+    if (kept === undefined) this.dispatchers.set(key, made);
+    else context.setDispatcher(kept);
+  }
+}
+
+/**
  * kiln's one door to @kubernetes/client-node: nothing outside src/kubernetes/ imports it.
  * Later issues add the typed clients (Builds, Jobs, Pods, Leases) here.
  */
@@ -22,7 +46,7 @@ export class KubeClient {
   private constructor(private readonly config: k8s.KubeConfig) {}
 
   static connect(target: KubeTarget): KubeClient {
-    const config = new k8s.KubeConfig();
+    const config = new PooledKubeConfig();
     switch (target.kind) {
       case 'default':
         config.loadFromDefault();
