@@ -30,6 +30,7 @@ import {
 } from './api/build-resource.js';
 import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './build/build-reconciler.js';
 import { podChanged } from './build/pod-state.js';
+import { CacheIndex } from './runtime/cache-index.js';
 import { Informer, trimForCache } from './runtime/informer.js';
 import { type Elector, type LeaderCallbacks, LeaderElector } from './runtime/leader-election.js';
 import { OperatorRuntime } from './runtime/operator-runtime.js';
@@ -115,14 +116,18 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       }),
       { name: 'pods', ...watches },
     );
+    // The pods of a Job without a scan of every cached pod (a reconcile reads one each time).
+    const podsByJob = new CacheIndex(pods, (pod) => {
+      const job = pod.metadata.labels?.['job-name'];
+      return job === undefined ? undefined : `${pod.metadata.namespace ?? namespace}/${job}`;
+    });
     const reconciler = new BuildReconciler({
       caches: {
         build: (key) => builds.get(key),
         job: (ns, name) => jobs.get(`${ns}/${name}`),
         podOfJob: (ns, job) =>
-          pods
-            .list()
-            .filter((p) => p.metadata.namespace === ns && p.metadata.labels?.['job-name'] === job)
+          podsByJob
+            .get(`${ns}/${job}`)
             .sort(
               (a, b) =>
                 (a.metadata.deletionTimestamp === undefined ? -1 : 0) -
