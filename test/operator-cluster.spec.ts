@@ -6,7 +6,11 @@ import { GIT_IMAGE, KANIKO_IMAGE } from '../src/build-methods/images.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
-import { type ClusterTarget, clusterTarget } from './support/kube/cluster-target.js';
+import {
+  type ClusterTarget,
+  clusterTarget,
+  REAL_CLUSTER_KUBECONFIG,
+} from './support/kube/cluster-target.js';
 import { kubectlOnPath } from './support/kube/kubectl.js';
 import { LogStreamClient } from './support/log-stream-client.js';
 import { until } from './support/operator-ground.js';
@@ -24,7 +28,7 @@ if (!kubectlOnPath)
     'kubectl is not on PATH: the operator suite on any cluster creates its Builds through the ' +
       'API server instead of kubectl apply, and does not read kubectl get kb',
   );
-if (process.env['KUBECONFIG'])
+if (REAL_CLUSTER_KUBECONFIG !== undefined)
   console.warn(`KUBECONFIG is set: the operator suite on any cluster runs against that cluster`);
 
 /**
