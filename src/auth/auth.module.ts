@@ -1,3 +1,4 @@
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { JwtService } from '@nestjs/jwt';
@@ -10,7 +11,7 @@ import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { Authorizer } from './authorizer.js';
 import { resolveJwtSecret } from './jwt-secret.js';
-import { JWT_ALGORITHM, JWT_SECRET } from './jwt.constants.js';
+import { JWT_ALGORITHM, JWT_KEY, JWT_SECRET } from './jwt.constants.js';
 import { JwtStrategy } from './jwt.strategy.js';
 import { LoginThrottleRepository } from './login-throttle.repository.js';
 import { TenancyModule } from './tenancy.module.js';
@@ -22,6 +23,12 @@ const secretProvider = {
   useFactory: (config: KilnConfig) => resolveJwtSecret(config.jwtSecret),
 };
 
+const keyProvider = {
+  provide: JWT_KEY,
+  inject: [JWT_SECRET],
+  useFactory: (secret: string): KeyObject => createSecretKey(Buffer.from(secret, 'utf8')),
+};
+
 /** Login, access tokens, the rate limit every API request counts against, and the global guard. */
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
@@ -29,12 +36,13 @@ const secretProvider = {
   exports: [Authorizer],
   providers: [
     secretProvider,
+    keyProvider,
     {
       provide: JwtService,
-      inject: [KilnConfig, JWT_SECRET],
-      useFactory: (config: KilnConfig, secret: string) =>
+      inject: [KilnConfig, JWT_KEY],
+      useFactory: (config: KilnConfig, key: KeyObject) =>
         new JwtService({
-          secret,
+          secret: key,
           signOptions: {
             algorithm: JWT_ALGORITHM,
             issuer: config.jwtIssuer,

@@ -1,10 +1,11 @@
+import type { KeyObject } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import type { Request } from 'express';
 import { Strategy } from 'passport-jwt';
 import { KilnConfig } from '../config/config.js';
 import { acceptVerifiedToken, bearerTokenOf, tokenVerifyOptions } from './authorizer.js';
-import { JWT_SECRET } from './jwt.constants.js';
+import { JWT_KEY } from './jwt.constants.js';
 import type { AuthenticatedUser } from './tenant-context.js';
 
 /**
@@ -14,11 +15,13 @@ import type { AuthenticatedUser } from './tenant-context.js';
  */
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
-  constructor(config: KilnConfig, @Inject(JWT_SECRET) secret: string) {
+  constructor(config: KilnConfig, @Inject(JWT_KEY) key: KeyObject) {
     const { algorithms, issuer, audience, ...jsonWebTokenOptions } = tokenVerifyOptions(config);
     super({
       jwtFromRequest: (request: Request) => bearerTokenOf(request.headers.authorization) ?? null,
-      secretOrKey: secret,
+      // passport-jwt hands the key to jsonwebtoken unchanged, which takes a KeyObject; its
+      // typings say string | Buffer only.
+      secretOrKey: key as unknown as Buffer,
       algorithms,
       issuer,
       audience,
