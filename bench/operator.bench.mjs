@@ -53,7 +53,8 @@ const JOBS = {
   goalRatio: 0.5,
   goalReconciles: 3,
 };
-const CACHE = { builds: size('OPBENCH_CACHED_BUILDS', 10_000), goalMiB: 300 };
+/** The issue's goal is in MB (10^6 bytes): 300 MB = 286.1 MiB. */
+const CACHE = { builds: size('OPBENCH_CACHED_BUILDS', 10_000), goalBytes: 300e6 };
 const LOGS = {
   pods: size('OPBENCH_PODS', 50),
   linesPerSecond: size('OPBENCH_LINES_PER_SECOND', 2000),
@@ -344,6 +345,7 @@ async function jobs(bench, kiln, tenancy, { double }) {
       if (translation.kind !== 'job') throw new Error(`no Job for ${r.id}: ${translation.reason}`);
       return translation.job;
     });
+    const baselineCpuBefore = selfCpuMs();
     const baseline = await bench.clients.call('createJobs', {
       server: double.url,
       namespace: BASELINE_NS,
@@ -352,6 +354,7 @@ async function jobs(bench, kiln, tenancy, { double }) {
     });
     await until(`${n} baseline Jobs`, () => baselineJobs.size >= n, 120_000, 20);
     const baselineMs = Math.max(...baselineJobs.values()) - baseline.t0;
+    const baselineDoubleMs = selfCpuMs() - baselineCpuBefore;
 
     // Reconciles of each Build that started before its Job appeared in the double.
     const toJob = [];
@@ -399,6 +402,18 @@ async function jobs(bench, kiln, tenancy, { double }) {
     );
     console.log(
       `  … from the first start to the last Job: ${shapes(window)}; ${int(afterSettle)} once quiet`,
+    );
+    // What one build costs the machine, against what one baseline Job costs the double: with
+    // every core busy, this caps kiln's rate whatever its own code does (README, Benchmarks).
+    const perBuildMs = (ms) => (ms / n).toFixed(1);
+    const machineMs = (busy.kiln + busy.postgres + busy.self) / n;
+    const cores = cpus().length;
+    console.log(
+      `  CPU per build: kiln ${perBuildMs(busy.kiln)} ms, PostgreSQL ${perBuildMs(busy.postgres)} ms, ` +
+        `the double ${perBuildMs(busy.self)} ms (${(busy.self / Math.max(1, window.length)).toFixed(2)} ms ` +
+        `a request); a baseline Job costs the double ${perBuildMs(baselineDoubleMs)} ms. ${cores} cores ` +
+        `busy with nothing else would run at most ${int((cores * 1000) / machineMs)} builds/s = ratio ` +
+        `${ratio((cores * 1000) / machineMs / baselineRate)}`,
     );
     console.log(
       `  CPU from the first start to the last Job (100% = one core): kiln ${share('kiln')}, ` +
@@ -707,29 +722,32 @@ async function rss(bench, tenancy) {
     const againMessages = newMessages(again, new Map());
     await again.stop();
 
-    const goal = CACHE.goalMiB * 2 ** 20;
+    const goal = CACHE.goalBytes;
+    const goalText = `goal <= ${CACHE.goalBytes / 1e6} MB = ${mib(goal)}`;
+    // The goal's figure: a kiln that holds the Builds in its cache and has nothing to do, as a
+    // running operator is between bursts; the process that just registered them all follows.
     console.log(
-      `rss: kiln with ${int(n)} Builds cached ${mib(cached.rss)} | same kiln with 0 Builds ` +
-        `${mib(base.rss)} | ratio ${ratio(cached.rss / base.rss)} ` +
-        `(goal <= ${CACHE.goalMiB} MiB: ${verdict(cached.rss <= goal)})`,
+      `rss: kiln with ${int(n)} Builds cached ${mib(restarted.rss)} | same kiln with 0 Builds ` +
+        `${mib(base.rss)} | ratio ${ratio(restarted.rss / base.rss)} ` +
+        `(${goalText}: ${verdict(restarted.rss <= goal)})`,
     );
     console.log(
-      `  ${int(n)} suspended Builds without a build id label (as kubectl would create them) stored ` +
-        `in the double before kiln started; kiln registered each (a database row, an Event, a ` +
-        `status write) in ${seconds(registeredMs)} (${int(n / (registeredMs / 1000))}/s), peak RSS ` +
-        `${mib(peak)}; reconciles per Build: mean ${mean(perBuild).toFixed(2)}, max ${Math.max(0, ...perBuild)}`,
+      `  kiln started on ${int(n)} registered Builds (nothing to write), quiet ${seconds(restartSettled)} ` +
+        `after its start; after a full GC ${mib(restarted.collectedRss)}, heap used ` +
+        `${mib(restarted.heapUsed)} → ${mib(restarted.collectedHeap)}; with 0 Builds after a full GC ` +
+        `${mib(base.collectedRss)} (heap ${mib(base.heapUsed)} → ${mib(base.collectedHeap)})`,
     );
     console.log(
-      `  RSS = median of 5 samples from /proc once no reconcile ran for 2 s, + 3 s; after a full GC: ` +
-        `${mib(cached.collectedRss)} (heap used ${mib(cached.heapUsed)} → ${mib(cached.collectedHeap)}) ` +
-        `vs ${mib(base.collectedRss)} (heap ${mib(base.heapUsed)} → ${mib(base.collectedHeap)})`,
+      `  right after registering them: ${mib(cached.rss)} (${goalText}: ${verdict(cached.rss <= goal)}), ` +
+        `peak ${mib(peak)} during the registration; after a full GC ${mib(cached.collectedRss)} ` +
+        `(heap used ${mib(cached.heapUsed)} → ${mib(cached.collectedHeap)}): the rest is garbage V8 ` +
+        `has not collected yet. ${int(n)} suspended Builds without a build id label (as kubectl ` +
+        `would create them) were stored in the double before kiln started; kiln registered each (a ` +
+        `database row, an Event, a status write) in ${seconds(registeredMs)} ` +
+        `(${int(n / (registeredMs / 1000))}/s); reconciles per Build: mean ` +
+        `${mean(perBuild).toFixed(2)}, max ${Math.max(0, ...perBuild)}`,
     );
-    console.log(
-      `  restarted with the ${int(n)} Builds registered (nothing to write): ${mib(restarted.rss)} ` +
-        `(quiet ${seconds(restartSettled)} after the start; after a full GC ${mib(restarted.collectedRss)}, ` +
-        `heap used ${mib(restarted.heapUsed)} → ${mib(restarted.collectedHeap)}); ` +
-        `goal <= ${CACHE.goalMiB} MiB: ${verdict(restarted.rss <= goal)}`,
-    );
+    console.log(`  RSS = median of 5 samples from /proc once no reconcile ran for 2 s, + 3 s`);
     console.log(`  requests to the double: ${shapes}`);
     console.log(
       `  kiln warnings/errors: ${messages}; after the restart: ${againMessages}; ${seconds(nowMs() - began)}`,
