@@ -110,6 +110,7 @@ describe(loadConfig.name, () => {
     expect(loadConfig({}, cwd, home).operatorRuntime).toEqual({
       workers: 4,
       leaseName: 'kiln-operator',
+      leaseNamespace: 'kiln-builds',
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
@@ -121,6 +122,7 @@ describe(loadConfig.name, () => {
         {
           KILN_OPERATOR_WORKERS: '8',
           KILN_OPERATOR_LEASE_NAME: 'kiln-operator.blue',
+          KILN_OPERATOR_LEASE_NAMESPACE: 'kiln-system',
           KILN_OPERATOR_LEASE_DURATION_SECONDS: '4',
           KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS: '3',
           KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS: '1',
@@ -133,6 +135,7 @@ describe(loadConfig.name, () => {
     ).toEqual({
       workers: 8,
       leaseName: 'kiln-operator.blue',
+      leaseNamespace: 'kiln-system',
       leaseDurationMs: 4_000,
       renewDeadlineMs: 3_000,
       retryPeriodMs: 1_000,
@@ -153,6 +156,9 @@ describe(loadConfig.name, () => {
     ]);
     expect(problemsOf({ KILN_OPERATOR_LEASE_NAME: 'Kiln_Operator' })).toEqual([
       'KILN_OPERATOR_LEASE_NAME',
+    ]);
+    expect(problemsOf({ KILN_OPERATOR_LEASE_NAMESPACE: 'Kiln.System' })).toEqual([
+      'KILN_OPERATOR_LEASE_NAMESPACE',
     ]);
     expect(problemsOf({ KILN_OPERATOR_WORKERS: '0' })).toEqual(['KILN_OPERATOR_WORKERS']);
   });

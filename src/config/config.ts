@@ -117,8 +117,13 @@ export class ConfigError extends Error {
 export interface OperatorRuntimeSettings {
   /** Reconciles at once. */
   readonly workers: number;
-  /** The Lease in the build namespace that elects one active operator. */
+  /** The Lease that elects one active operator. */
   readonly leaseName: string;
+  /**
+   * The Lease's namespace: the operator's own in a Helm install (its Role there holds only
+   * Leases), else the build namespace.
+   */
+  readonly leaseNamespace: string;
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
@@ -181,6 +186,7 @@ export function loadConfig(
   const operatorRuntime: OperatorRuntimeSettings = {
     workers: integer('KILN_OPERATOR_WORKERS', 4, 1, 64),
     leaseName: value('KILN_OPERATOR_LEASE_NAME') ?? 'kiln-operator',
+    leaseNamespace: value('KILN_OPERATOR_LEASE_NAMESPACE') ?? buildNamespace,
     leaseDurationMs: integer('KILN_OPERATOR_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
     renewDeadlineMs: integer('KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS', 10, 1, 299) * 1000,
     retryPeriodMs: integer('KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS', 2, 1, 60) * 1000,
@@ -204,6 +210,13 @@ export function loadConfig(
       'KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS',
       'less than KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS',
       String(operatorRuntime.retryPeriodMs / 1000),
+    );
+  }
+  if (!DNS_LABEL.test(operatorRuntime.leaseNamespace)) {
+    bad(
+      'KILN_OPERATOR_LEASE_NAMESPACE',
+      'a namespace name (DNS-1123 label, at most 63 characters)',
+      operatorRuntime.leaseNamespace,
     );
   }
   if (!DNS_LABEL.test(buildNamespace)) {

@@ -165,7 +165,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     const elector = new StoppingElector(
       new LeaderElector({
         store: new KubeLeaseStore(kube),
-        namespace,
+        namespace: settings.leaseNamespace,
         name: settings.leaseName,
         leaseDurationMs: settings.leaseDurationMs,
         renewDeadlineMs: settings.renewDeadlineMs,
