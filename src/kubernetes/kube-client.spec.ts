@@ -57,7 +57,16 @@ describe(KubeClient.name, () => {
       gitVersion: 'v1.32.0',
     });
     expect(client.namespace).toBe('builds');
-    expect(seen.at(-1)?.headers['user-agent']).toMatch(/kubernetes-client-javascript/);
+    expect(seen.at(-1)?.headers['user-agent']).toBe('kiln');
+  });
+
+  it('names the part of kiln that sent a request in its User-Agent', async () => {
+    const client = KubeClient.connect(
+      { kind: 'server', server: baseUrl, token: 'test-token', namespace: 'builds' },
+      'kiln-operator',
+    );
+    await client.serverVersion();
+    expect(seen.at(-1)?.headers['user-agent']).toBe('kiln-operator');
   });
 
   it('reuses kept-alive connections instead of opening one per request', async () => {

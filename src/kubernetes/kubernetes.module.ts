@@ -13,11 +13,12 @@ import { KubeClient } from './kube-client.js';
       provide: KubeClient,
       inject: [KilnConfig],
       useFactory: (config: KilnConfig): KubeClient | null => {
+        const userAgent = config.role === 'all' ? 'kiln' : `kiln-${config.role}`;
         switch (config.kube.kind) {
           case 'file':
-            return KubeClient.connect({ kind: 'file', path: config.kube.path });
+            return KubeClient.connect({ kind: 'file', path: config.kube.path }, userAgent);
           case 'cluster':
-            return KubeClient.connect({ kind: 'cluster' });
+            return KubeClient.connect({ kind: 'cluster' }, userAgent);
           case 'none':
             return null;
         }
