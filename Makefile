@@ -25,7 +25,7 @@ test: system-deps deps lint build ## Install what is missing, lint, and run ever
 ##@ Development
 
 .PHONY: system-deps
-system-deps: ## Install buildah, docker-registry, busybox-static and git when missing (apt-get as root).
+system-deps: ## Install buildah, docker-registry, busybox-static, git and Go + sprig (chart tests) when missing (apt-get as root).
 	@bash scripts/system-deps.sh
 
 .PHONY: deps
@@ -54,6 +54,14 @@ format: deps ## Rewrite files with Prettier and apply ESLint fixes.
 .PHONY: build
 build: deps ## Compile src/ to dist/.
 	npx nest build
+
+.PHONY: image
+IMAGE ?= kiln:$(shell node -p "require('./package.json').version")
+image: ## Build the container image (Dockerfile) with docker, podman or buildah, whichever is installed.
+	@engine=$$(command -v docker || command -v podman || command -v buildah) || \
+	  { echo "make image needs docker, podman or buildah" >&2; exit 1; }; \
+	set -x; "$$engine" build --build-arg VERSION=$(word 2,$(subst :, ,$(IMAGE))) \
+	  --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
 
 .PHONY: bench
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
