@@ -23,6 +23,7 @@ import {
   type FieldError,
 } from './errors.js';
 import {
+  defaultBuiltIn,
   foldStringData,
   hasGeneration,
   prepareBuiltInForCreate,
@@ -44,7 +45,7 @@ import {
 } from './managed-fields.js';
 import { openApiV2, openApiV3Document, openApiV3Index } from './openapi.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
-import { builtInResources, loadCrdDirectory } from './resources.js';
+import { builtInResources, crdsInDirectory, resourcesOfCrd } from './resources.js';
 import { pruneAndDefault, unknownFields, validateSchema } from './schema.js';
 import { FieldSelector, LabelSelector } from './selectors.js';
 import { ObjectStore, type StoredEvent, type WatchEventType } from './store.js';
@@ -73,7 +74,10 @@ export interface KubeApiServerOptions {
   /** 0 (the default) picks a free port. */
   port?: number;
   host?: string;
-  /** Directories of CRD YAML files to serve (apiextensions.k8s.io/v1). */
+  /**
+   * Directories of CRD YAML files (apiextensions.k8s.io/v1) stored at start as if created: they
+   * are served, and listed and changed like CRDs created later through the API.
+   */
   crdDirectories?: string[];
   /** How many changes the watch history keeps; older resourceVersions get 410 Gone. */
   historyLimit?: number;
@@ -170,6 +174,7 @@ const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 const nowRfc3339 = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 const storageKey = (type: ResourceType): string => `${type.group}/${type.plural}`;
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+const CRD_KEY = 'apiextensions.k8s.io/customresourcedefinitions';
 
 /** A request URL's path as `handle` matches it (no trailing slash). */
 const requestPath = (url: string | undefined): string => {
@@ -184,8 +189,11 @@ const pathMatches = (pattern: string | RegExp | undefined, path: string): boolea
  * A Kubernetes API server double over real HTTP: discovery, OpenAPI for kubectl, CRUD with the
  * real semantics (resourceVersion, generation, status subresource, finalizers, owner-reference
  * garbage collection, four patch types), watch with bookmarks and 410 Gone, CRD schema
- * validation. Tests drive it through client-node or kubectl and inspect or perturb it through the
- * control methods (`object`, `seed`, `requestCount`, `failNext`, `closeWatches`, `compact`).
+ * validation. It serves the built-ins kiln and its Helm chart use (resources.ts; their defaults
+ * and validation in builtin-rules.ts) and every stored CRD: creating one serves its resources,
+ * deleting one stops that and deletes its objects. Tests drive it through client-node or kubectl
+ * and inspect or perturb it through the control methods (`object`, `seed`, `requestCount`,
+ * `failNext`, `closeWatches`, `compact`).
  */
 export class KubeApiServer implements ClusterHost {
   readonly store: ObjectStore;
@@ -194,7 +202,11 @@ export class KubeApiServer implements ClusterHost {
   /** The fake Job controller; `enabled = false` stops it from acting (per test). */
   readonly jobController: FakeJobController;
   readonly requests: RecordedRequest[] = [];
-  private readonly types: ResourceType[];
+  private readonly builtIns = builtInResources();
+  /** The resources of each stored CRD, by CRD name, kept in step with the store. */
+  private readonly crdTypes = new Map<string, ResourceType[]>();
+  /** What the server serves: the built-ins, then the served versions of every stored CRD. */
+  private types: ResourceType[] = this.builtIns;
   private readonly server: HttpServer | HttpsServer;
   /** The PEM of the CA that signed the server certificate (TLS servers only). */
   readonly caPem?: string;
@@ -214,10 +226,11 @@ export class KubeApiServer implements ClusterHost {
 
   private constructor(private readonly options: KubeApiServerOptions) {
     this.store = new ObjectStore(options.historyLimit ?? 1000);
-    this.types = [
-      ...builtInResources(),
-      ...(options.crdDirectories ?? []).flatMap((dir) => loadCrdDirectory(dir)),
-    ];
+    // A CRD is an object like any other: creating, changing or deleting one (by any path: a
+    // request, `seed`, the garbage collector) changes what the server serves from then on.
+    this.store.subscribe((event) => {
+      if (event.resource === CRD_KEY) this.crdChanged(event);
+    });
     const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
     if (options.tls) {
       const material = options.tls === true ? generateTlsMaterial() : options.tls;
@@ -235,6 +248,10 @@ export class KubeApiServer implements ClusterHost {
     const namespaceType = this.typeOf('', 'namespaces');
     for (const name of options.namespaces ?? SYSTEM_NAMESPACES)
       this.seed({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, namespaceType);
+    for (const crd of (options.crdDirectories ?? []).flatMap(crdsInDirectory)) {
+      prepareBuiltInForCreate(crd);
+      this.seed(crd, this.typeOf('apiextensions.k8s.io', 'customresourcedefinitions'));
+    }
     this.kubelet = new FakeKubelet(this, options.kubelet === false ? {} : options.kubelet);
     this.kubelet.enabled = options.kubelet !== false;
     this.jobController = new FakeJobController(
@@ -1438,6 +1455,7 @@ export class KubeApiServer implements ClusterHost {
         else next.status = clone(old.status);
       }
       foldStringData(next);
+      if (!type.custom) defaultBuiltIn(next);
     }
     const immutable = [
       'name',
@@ -1767,6 +1785,15 @@ export class KubeApiServer implements ClusterHost {
     }
   }
 
+  /** Serves what a stored CRD defines; a deleted CRD's objects go with it (see collectGarbage). */
+  private crdChanged(event: StoredEvent): void {
+    const name = event.object.metadata.name ?? '';
+    if (event.type === 'DELETED') this.crdTypes.delete(name);
+    else this.crdTypes.set(name, resourcesOfCrd(event.object));
+    this.types = [...this.builtIns, ...[...this.crdTypes.values()].flat()];
+    if (event.type === 'DELETED') this.scheduleGc();
+  }
+
   // ---- garbage collector and namespace controller ----------------------------------------------
 
   private *allObjects(): Generator<{ type: ResourceType; object: KubeObject }> {
@@ -1793,6 +1820,14 @@ export class KubeApiServer implements ClusterHost {
 
   /** One pass of the garbage collector and namespace controller; true when it changed something. */
   private collectGarbage(): boolean {
+    // The apiextensions finalizer's part: objects of a resource no longer served (its CRD was
+    // deleted) are deleted. The real server deletes them before the CRD; here they follow it.
+    const served = new Set(this.types.map(storageKey));
+    for (const key of this.store.resources()) {
+      const orphans = served.has(key) ? [] : this.store.list(key);
+      for (const o of orphans) this.store.remove(key, o.metadata.namespace, o.metadata.name ?? '');
+      if (orphans.length > 0) return true;
+    }
     const all = [...this.allObjects()];
     const byUid = new Map(all.map((x) => [x.object.metadata.uid ?? '', x]));
     const ctxFor = (type: ResourceType, object: KubeObject): Ctx =>

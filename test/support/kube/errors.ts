@@ -113,6 +113,7 @@ export interface FieldError {
     | 'FieldValueTooLong'
     | 'FieldValueTooMany'
     | 'FieldValueForbidden'
+    | 'FieldValueDuplicate'
     | 'FieldValueTypeInvalid';
   /** The text after `<field>: `, e.g. `Required value`. */
   detail: string;
@@ -147,6 +148,11 @@ export const fieldErrors = {
     field,
     reason: 'FieldValueNotSupported',
     detail: `Unsupported value: ${goValue(value)}: supported values: ${supported.map(goValue).join(', ')}`,
+  }),
+  duplicate: (field: string, value: unknown): FieldError => ({
+    field,
+    reason: 'FieldValueDuplicate',
+    detail: `Duplicate value: ${goValue(value)}`,
   }),
   forbidden: (field: string, why: string): FieldError => ({
     field,

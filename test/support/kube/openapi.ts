@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Json, type JsonObject, type ResourceType } from './types.js';
 
 /**
@@ -114,14 +115,16 @@ function collectionOperations(type: ResourceType, ref: string): JsonObject {
   };
 }
 
-const hash = (text: string): string => Buffer.from(text).toString('hex').slice(0, 32).toUpperCase();
-
-/** /openapi/v3: one entry per served group-version. */
+/**
+ * /openapi/v3: one entry per served group-version, its URL carrying a hash of its document as
+ * the real server's does, so a client that caches documents by URL sees a CRD's change.
+ */
 export function openApiV3Index(types: ResourceType[]): Json {
   const paths: JsonObject = {};
-  for (const type of types) {
-    const path = gvPath(type);
-    paths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash(path + types.length)}` };
+  for (const path of new Set(types.map(gvPath))) {
+    const document = JSON.stringify(openApiV3Document(types, path));
+    const hash = createHash('sha512').update(document).digest('hex').toUpperCase();
+    paths[path] = { serverRelativeURL: `/openapi/v3/${path}?hash=${hash}` };
   }
   return { paths };
 }

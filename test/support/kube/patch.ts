@@ -151,14 +151,19 @@ const MERGED_PRIMITIVE_LISTS = new Set(['finalizers']);
 
 export const mergeKeyOf = (field: string): string | undefined => MERGE_KEYS[field];
 
+/** A Service's `spec.ports` merge by `port`; every other `ports` list is a container's. */
+const mergeKeyAt = (path: string[]): string | undefined =>
+  path.join('.') === 'spec.ports' ? 'port' : MERGE_KEYS[path.at(-1) ?? ''];
+
 function keyOf(item: Json, mergeKey: string): string | undefined {
   if (!isObject(item)) return undefined;
   const value = item[mergeKey];
   return value === undefined ? undefined : JSON.stringify(value);
 }
 
-function mergeList(field: string, live: Json[], patch: Json[], directives: JsonObject): Json[] {
-  const mergeKey = MERGE_KEYS[field];
+function mergeList(path: string[], live: Json[], patch: Json[], directives: JsonObject): Json[] {
+  const field = path.at(-1) ?? '';
+  const mergeKey = mergeKeyAt(path);
   if (patch.some((item) => isObject(item) && item.$patch === 'replace'))
     return patch
       .filter((item) => !(isObject(item) && item.$patch === 'replace'))
@@ -178,7 +183,7 @@ function mergeList(field: string, live: Json[], patch: Json[], directives: JsonO
       if (index >= 0) result.splice(index, 1);
       continue;
     }
-    if (index >= 0) result[index] = strategicMergePatch(result[index], item);
+    if (index >= 0) result[index] = strategicMergePatch(result[index], item, path);
     else result.push(stripDirectives(item));
   }
   const order = directives[`$setElementOrder/${field}`];
@@ -211,7 +216,11 @@ function stripDirectives(value: Json): Json {
  * merge key merge by key, `$patch: replace|delete`, `$setElementOrder/…`, `$retainKeys`,
  * `$deleteFromPrimitiveList/…`; everything else behaves as a JSON merge patch.
  */
-export function strategicMergePatch(target: Json | undefined, patch: Json): Json {
+export function strategicMergePatch(
+  target: Json | undefined,
+  patch: Json,
+  path: string[] = [],
+): Json {
   if (!isObject(patch)) return clone(patch);
   if (patch.$patch === 'replace') return stripDirectives(patch);
   if (patch.$patch === 'delete') return {};
@@ -233,9 +242,9 @@ export function strategicMergePatch(target: Json | undefined, patch: Json): Json
     }
     const live = result[key];
     if (Array.isArray(value))
-      result[key] = mergeList(key, Array.isArray(live) ? live : [], value, patch);
+      result[key] = mergeList([...path, key], Array.isArray(live) ? live : [], value, patch);
     else if (isObject(value) && value.$patch === 'delete') delete result[key];
-    else result[key] = strategicMergePatch(live, value);
+    else result[key] = strategicMergePatch(live, value, [...path, key]);
   }
   const retain = patch.$retainKeys;
   if (Array.isArray(retain))
@@ -246,9 +255,9 @@ export function strategicMergePatch(target: Json | undefined, patch: Json): Json
       ? key.slice('$setElementOrder/'.length)
       : undefined;
     if (field === undefined || field in patch || !Array.isArray(order)) continue;
-    if (MERGE_KEYS[field] === undefined) continue;
+    if (mergeKeyAt([...path, field]) === undefined) continue;
     const live = result[field];
-    if (Array.isArray(live)) result[field] = mergeList(field, live, [], patch);
+    if (Array.isArray(live)) result[field] = mergeList([...path, field], live, [], patch);
   }
   return result;
 }

@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { isObject, type JsonSchema, type PrinterColumn, type ResourceType } from './types.js';
+import {
+  isObject,
+  type JsonSchema,
+  type KubeObject,
+  type PrinterColumn,
+  type ResourceType,
+} from './types.js';
 
 type BuiltIn = Pick<ResourceType, 'group' | 'version' | 'kind' | 'plural' | 'namespaced'> &
   Partial<ResourceType>;
@@ -90,6 +96,109 @@ export function builtInResources(): ResourceType[] {
       namespaced: true,
       allowCreateOnUpdate: true,
     }),
+    // What a Helm chart renders; names, scopes and subresources as `kubectl api-resources` on 1.32.
+    builtIn({
+      group: '',
+      version: 'v1',
+      kind: 'Service',
+      plural: 'services',
+      namespaced: true,
+      shortNames: ['svc'],
+      categories: ['all'],
+      statusSubresource: true,
+    }),
+    builtIn({
+      group: '',
+      version: 'v1',
+      kind: 'ResourceQuota',
+      plural: 'resourcequotas',
+      namespaced: true,
+      shortNames: ['quota'],
+      statusSubresource: true,
+    }),
+    builtIn({
+      group: '',
+      version: 'v1',
+      kind: 'LimitRange',
+      plural: 'limitranges',
+      namespaced: true,
+      shortNames: ['limits'],
+    }),
+    builtIn({
+      group: '',
+      version: 'v1',
+      kind: 'PersistentVolumeClaim',
+      plural: 'persistentvolumeclaims',
+      namespaced: true,
+      shortNames: ['pvc'],
+      statusSubresource: true,
+    }),
+    builtIn({
+      group: 'apps',
+      version: 'v1',
+      kind: 'Deployment',
+      plural: 'deployments',
+      namespaced: true,
+      shortNames: ['deploy'],
+      categories: ['all'],
+      statusSubresource: true,
+    }),
+    builtIn({
+      group: 'apps',
+      version: 'v1',
+      kind: 'StatefulSet',
+      plural: 'statefulsets',
+      namespaced: true,
+      shortNames: ['sts'],
+      categories: ['all'],
+      statusSubresource: true,
+    }),
+    ...['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].map((kind) =>
+      builtIn({
+        group: 'rbac.authorization.k8s.io',
+        version: 'v1',
+        kind,
+        plural: `${kind.toLowerCase()}s`,
+        namespaced: !kind.startsWith('Cluster'),
+      }),
+    ),
+    builtIn({
+      group: 'networking.k8s.io',
+      version: 'v1',
+      kind: 'NetworkPolicy',
+      plural: 'networkpolicies',
+      namespaced: true,
+      shortNames: ['netpol'],
+    }),
+    builtIn({
+      group: 'networking.k8s.io',
+      version: 'v1',
+      kind: 'Ingress',
+      plural: 'ingresses',
+      namespaced: true,
+      shortNames: ['ing'],
+      statusSubresource: true,
+    }),
+    builtIn({
+      group: 'policy',
+      version: 'v1',
+      kind: 'PodDisruptionBudget',
+      plural: 'poddisruptionbudgets',
+      namespaced: true,
+      shortNames: ['pdb'],
+      statusSubresource: true,
+    }),
+    builtIn({
+      group: 'apiextensions.k8s.io',
+      version: 'v1',
+      kind: 'CustomResourceDefinition',
+      plural: 'customresourcedefinitions',
+      namespaced: false,
+      shortNames: ['crd', 'crds'],
+      categories: ['api-extensions'],
+      statusSubresource: true,
+      returnDeletedObject: true,
+    }),
   ];
 }
 
@@ -103,8 +212,6 @@ interface CrdVersion {
 }
 
 interface Crd {
-  apiVersion: string;
-  kind: string;
   spec: {
     group: string;
     scope: 'Namespaced' | 'Cluster';
@@ -120,12 +227,15 @@ interface Crd {
   };
 }
 
+const isCrd = (document: unknown): document is KubeObject =>
+  isObject(document) &&
+  document.apiVersion === 'apiextensions.k8s.io/v1' &&
+  document.kind === 'CustomResourceDefinition';
+
 /** The served versions of an apiextensions.k8s.io/v1 CustomResourceDefinition. */
 export function resourcesOfCrd(document: unknown): ResourceType[] {
-  const crd = document as Crd;
-  if (crd.apiVersion !== 'apiextensions.k8s.io/v1' || crd.kind !== 'CustomResourceDefinition')
-    return [];
-  const { group, names, scope, versions } = crd.spec;
+  if (!isCrd(document)) return [];
+  const { group, names, scope, versions } = (document as unknown as Crd).spec;
   return versions
     .filter((v) => v.served !== false)
     .map((v) => ({
@@ -149,15 +259,13 @@ export function resourcesOfCrd(document: unknown): ResourceType[] {
     }));
 }
 
-/** Every CRD in the `*.yaml`/`*.yml` files of a directory (multi-document files allowed). */
-export function loadCrdDirectory(dir: string): ResourceType[] {
+/** The CRDs in the `*.yaml`/`*.yml` files of a directory (multi-document files allowed). */
+export function crdsInDirectory(dir: string): KubeObject[] {
   return readdirSync(dir)
     .filter((f) => /\.ya?ml$/.test(f))
     .sort()
     .flatMap((file) =>
-      parseAllDocuments(readFileSync(join(dir, file), 'utf8'))
-        .map((d) => d.toJS() as unknown)
-        .filter(isObject)
-        .flatMap(resourcesOfCrd),
-    );
+      parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((d) => d.toJS() as unknown),
+    )
+    .filter(isCrd);
 }
