@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages kiln's local runner and its tests need, when they are missing:
 # buildah (builds), docker-registry (the local registry tests push to), busybox-static (a base
-# image made in tests without pulling), git (sources). As root on Debian it runs apt-get; otherwise
-# it prints the exact command and fails.
+# image made in tests without pulling), git (sources), and Go 1.19 with sprig, semver, yaml.v2 and
+# yaml.v3 (the chart tests render charts/kiln with Helm's template engine, test/support/helm/).
+# As root on Debian it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
 declare -A PACKAGE_FOR=(
@@ -15,6 +16,13 @@ for command in "${!PACKAGE_FOR[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGE_FOR[$command]}")
 done
 [[ -x /bin/busybox ]] || missing+=(busybox-static)
+[[ -x /usr/lib/go-1.19/bin/go ]] || missing+=(golang-1.19-go)
+[[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] ||
+  missing+=(golang-github-masterminds-sprig-dev)
+[[ -d /usr/share/gocode/src/github.com/Masterminds/semver ]] ||
+  missing+=(golang-github-masterminds-semver-dev)
+[[ -d /usr/share/gocode/src/gopkg.in/yaml.v3 ]] || missing+=(golang-gopkg-yaml.v3-dev)
+[[ -d /usr/share/gocode/src/gopkg.in/yaml.v2 ]] || missing+=(golang-gopkg-yaml.v2-dev)
 if ((${#missing[@]} == 0)); then
   exit 0
 fi
