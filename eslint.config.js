@@ -66,8 +66,8 @@ export default tseslint.config(
     },
   },
   {
-    // Benchmarks are plain Node ESM run against dist/; they are not in the TypeScript project.
-    files: ['bench/**/*.mjs'],
+    // Benchmarks and test helpers run as their own processes are plain Node ESM, outside the TypeScript project.
+    files: ['bench/**/*.mjs', 'test/**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,

@@ -1,0 +1,463 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { parse, parseDocument } from 'yaml';
+import { renderChart, type RenderedChart } from './support/helm/render.js';
+import { KubeApiServer } from './support/kube/api-server.js';
+import { writeKubeconfig } from './support/kube/kubeconfig.js';
+import { kubectlOnPath, kubectlWith } from './support/kube/kubectl.js';
+import { type PodSpec, restrictedViolations } from './support/pod-security.js';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const chartValues = require('../scripts/chart-values.cjs') as {
+  valuesRows(): Array<{ key: string; default: string; description: string }>;
+  readmeRows(readme: string): Array<{ key: string; default: string; description: string }>;
+};
+
+/**
+ * charts/kiln (issue 13), rendered with Helm's own template engine (test/support/helm/), checked
+ * against Kubernetes' schemas, the chart's values schema, the RBAC the ADR lists, Pod Security
+ * `restricted`, and the real kubectl against the API server double.
+ */
+const ROOT = join(__dirname, '..');
+const CHART = join(ROOT, 'charts', 'kiln');
+const EXAMPLES = readdirSync(join(CHART, 'ci')).map((name) => join(CHART, 'ci', name));
+const RELEASE = { releaseName: 'kiln', namespace: 'kiln' };
+const DATABASE = { database: { existingSecret: 'kiln-database' } };
+
+type Obj = Record<string, any>;
+
+const render = (values: unknown = DATABASE, valuesFiles: string[] = []): RenderedChart =>
+  renderChart({ chartDir: CHART, ...RELEASE, values, valuesFiles });
+const objects = (chart: RenderedChart): Obj[] => chart.documents.map((d) => d.object as Obj);
+const find = (chart: RenderedChart, kind: string, name?: string): Obj[] =>
+  objects(chart).filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+const one = (chart: RenderedChart, kind: string, name: string): Obj => {
+  const found = find(chart, kind, name);
+  expect(found.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([`${kind}/${name}`]);
+  return found[0]!;
+};
+const envOf = (deployment: Obj): Obj[] => deployment.spec.template.spec.containers[0].env;
+const env = (deployment: Obj, name: string): Obj | undefined =>
+  envOf(deployment).find((e) => e.name === name);
+
+/** Validates objects with Kubernetes' own OpenAPI schemas (kubernetes-models, its own process). */
+function schemaErrors(list: Obj[]): string[] {
+  const out = execFileSync('node', [join(__dirname, 'support', 'kube', 'validate-objects.mjs')], {
+    input: JSON.stringify(list),
+    encoding: 'utf8',
+    cwd: ROOT,
+  });
+  return (JSON.parse(out) as Array<{ kind: string; name: string; errors: string[] }>).flatMap((r) =>
+    r.errors.map((e) => `${r.kind}/${r.name} ${e}`),
+  );
+}
+
+/** Deep merge as Helm merges values files (maps merge, everything else replaces, null deletes). */
+function merge(base: Obj, over: Obj): Obj {
+  const out: Obj = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    if (value === null) delete out[key];
+    else if (typeof value === 'object' && !Array.isArray(value) && typeof out[key] === 'object')
+      out[key] = merge(out[key] as Obj, value as Obj);
+    else out[key] = value;
+  }
+  return out;
+}
+
+describe('the Helm chart (charts/kiln)', () => {
+  const defaults = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as Obj;
+
+  it('renders for values.yaml with a database and for every example values file, each object valid for its kind', () => {
+    const charts = [render(), ...EXAMPLES.map((file) => render(undefined, [file]))];
+    for (const chart of charts) {
+      expect(chart.documents.length).toBeGreaterThan(10);
+      for (const document of chart.documents) expect(document.object).toHaveProperty('kind');
+      expect(schemaErrors(objects(chart))).toEqual([]);
+    }
+    // The schemas do catch a wrong object.
+    const broken = structuredClone(one(charts[0]!, 'Deployment', 'kiln-api'));
+    broken.spec.template.spec.containers[0].ports[0].containerPort = 'http';
+    expect(schemaErrors([broken])).toEqual([
+      expect.stringContaining('/spec/template/spec/containers/0/ports/0/containerPort'),
+    ]);
+  });
+
+  it('stops with a message that names database.existingSecret when there is no database', () => {
+    expect(() => render({})).toThrow(/database\.existingSecret is required/);
+    const evaluation = render({ postgresql: { enabled: true } });
+    expect(one(evaluation, 'StatefulSet', 'kiln-postgresql').metadata.labels).toMatchObject({
+      'kiln.dev/evaluation-only': 'true',
+    });
+    expect(evaluation.notes).toMatch(/evaluation only/i);
+    expect(env(one(evaluation, 'Deployment', 'kiln-api'), 'DATABASE_URL')).toEqual({
+      name: 'DATABASE_URL',
+      valueFrom: { secretKeyRef: { name: 'kiln-postgresql', key: 'url' } },
+    });
+  });
+
+  describe('values.schema.json', () => {
+    const ajv = new Ajv({ allErrors: true, strict: false });
+    const validate = ajv.compile(
+      JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as object,
+    );
+    const problems = (values: Obj): string[] =>
+      validate(values) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
+
+    it('accepts values.yaml and every example values file merged over it', () => {
+      expect(problems(defaults)).toEqual([]);
+      for (const file of EXAMPLES)
+        expect(problems(merge(defaults, parse(readFileSync(file, 'utf8')) as Obj))).toEqual([]);
+    });
+
+    it.each([
+      ['an unknown top-level key', { replicas: 3 }, ''],
+      ['an unknown nested key', { api: { replica: 3 } }, '/api'],
+      ['a replica count as text', { api: { replicas: '2' } }, '/api/replicas'],
+      [
+        'a Pod Security level that does not exist',
+        { builds: { podSecurityLevel: 'open' } },
+        '/builds/podSecurityLevel',
+      ],
+      ['a digest that is not sha256', { image: { digest: 'latest' } }, '/image/digest'],
+      [
+        'a namespace that is not a DNS label',
+        { builds: { namespace: 'Kiln_Builds' } },
+        '/builds/namespace',
+      ],
+      [
+        'a port out of range',
+        { builds: { networkPolicy: { egressPorts: [70000] } } },
+        '/builds/networkPolicy/egressPorts/0',
+      ],
+      [
+        'a lowercase environment variable',
+        { operator: { extraEnv: { debug: '1' } } },
+        '/operator/extraEnv',
+      ],
+    ])('rejects %s', (_what, override, path) => {
+      const found = problems(merge(defaults, override));
+      expect(found.length).toBeGreaterThan(0);
+      expect(found.some((p) => p.startsWith(`${path} `) || p.startsWith(`${path}/`))).toBe(true);
+    });
+  });
+
+  it('grants exactly the RBAC rules the ADR lists, in Roles only', () => {
+    const chart = render();
+    expect(find(chart, 'ClusterRole')).toEqual([]);
+    expect(find(chart, 'ClusterRoleBinding')).toEqual([]);
+    const rules = (name: string) =>
+      (one(chart, 'Role', name).rules as Obj[]).map((r) => ({
+        apiGroups: r.apiGroups,
+        resources: r.resources,
+        verbs: r.verbs,
+        ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+      }));
+    expect(one(chart, 'Role', 'kiln-api').metadata.namespace).toBe('kiln-builds');
+    expect(rules('kiln-api')).toEqual([
+      { apiGroups: ['kiln.dev'], resources: ['builds'], verbs: ['create', 'patch', 'delete'] },
+    ]);
+    expect(one(chart, 'Role', 'kiln-operator').metadata.namespace).toBe('kiln-builds');
+    expect(rules('kiln-operator')).toEqual([
+      {
+        apiGroups: ['kiln.dev'],
+        resources: ['builds'],
+        verbs: ['list', 'watch', 'patch', 'delete'],
+      },
+      { apiGroups: ['kiln.dev'], resources: ['builds/status'], verbs: ['patch'] },
+      { apiGroups: ['kiln.dev'], resources: ['builds/finalizers'], verbs: ['update'] },
+      {
+        apiGroups: ['batch'],
+        resources: ['jobs'],
+        verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+      },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+      { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    ]);
+    expect(one(chart, 'Role', 'kiln-operator-lease').metadata.namespace).toBe('kiln');
+    expect(rules('kiln-operator-lease')).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'update'],
+        resourceNames: ['kiln-operator'],
+      },
+    ]);
+    // Each Role is bound to its own account, and the operator's Lease is the one it may renew.
+    for (const name of ['kiln-api', 'kiln-operator', 'kiln-operator-lease']) {
+      const role = one(chart, 'Role', name);
+      const binding = one(chart, 'RoleBinding', name);
+      expect(binding.metadata.namespace).toBe(role.metadata.namespace);
+      expect(binding.roleRef).toEqual({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name,
+      });
+      expect(binding.subjects).toEqual([
+        {
+          kind: 'ServiceAccount',
+          name: name.startsWith('kiln-api') ? 'kiln-api' : 'kiln-operator',
+          namespace: 'kiln',
+        },
+      ]);
+    }
+    const operator = one(chart, 'Deployment', 'kiln-operator');
+    expect(env(operator, 'KILN_OPERATOR_LEASE_NAME')?.value).toBe('kiln-operator');
+    expect(env(operator, 'KILN_OPERATOR_LEASE_NAMESPACE')?.value).toBe('kiln');
+  });
+
+  it("runs kiln's own pods under Pod Security restricted, read-only, with tokens only where needed", () => {
+    const chart = render({ ...DATABASE, postgresql: { enabled: true } });
+    const pods: Array<[string, PodSpec & Obj]> = [
+      ...find(chart, 'Deployment').map((d): [string, PodSpec & Obj] => [
+        d.metadata.name,
+        d.spec.template.spec,
+      ]),
+      ...find(chart, 'StatefulSet').map((s): [string, PodSpec & Obj] => [
+        s.metadata.name,
+        s.spec.template.spec,
+      ]),
+      ...find(chart, 'Pod').map((p): [string, PodSpec & Obj] => [p.metadata.name, p.spec]),
+    ];
+    expect(pods.map(([name]) => name).sort()).toEqual([
+      'kiln-api',
+      'kiln-operator',
+      'kiln-postgresql',
+      'kiln-test-readyz',
+    ]);
+    for (const [name, spec] of pods) {
+      expect({ name, violations: restrictedViolations(spec) }).toEqual({ name, violations: [] });
+      const token = name === 'kiln-api' || name === 'kiln-operator';
+      expect({ name, token: spec.automountServiceAccountToken }).toEqual({ name, token });
+    }
+    for (const account of find(chart, 'ServiceAccount'))
+      expect(account.automountServiceAccountToken).toBe(false);
+    for (const name of ['kiln-api', 'kiln-operator']) {
+      const spec = one(chart, 'Deployment', name).spec.template.spec as Obj;
+      const container = spec.containers[0] as Obj;
+      expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+      expect(spec.securityContext.runAsUser).toBe(65532);
+      // The writable places are exactly KILN_DATA_DIR and /tmp, both emptyDirs.
+      const dataDir = (container.env as Obj[]).find((e) => e.name === 'KILN_DATA_DIR')?.value;
+      expect((container.volumeMounts as Obj[]).map((m) => m.mountPath).sort()).toEqual(
+        [dataDir, '/tmp'].sort(),
+      );
+      expect((spec.volumes as Obj[]).every((v) => 'emptyDir' in v)).toBe(true);
+      expect(container.livenessProbe.httpGet.path).toBe('/healthz');
+      expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+      expect(env(one(chart, 'Deployment', name), 'KILN_ROLE')?.value).toBe(
+        name.slice('kiln-'.length),
+      );
+    }
+    // The restricted checks do fail a root container.
+    const kaniko: PodSpec = { containers: [{ name: 'kaniko', securityContext: { runAsUser: 0 } }] };
+    expect(restrictedViolations(kaniko)).toEqual(
+      expect.arrayContaining(['container kaniko: runAsUser 0', 'container kaniko: seccomp']),
+    );
+  });
+
+  it('gives the build namespace its Pod Security level, a default-deny NetworkPolicy without the metadata address, a quota and limits', () => {
+    const chart = render();
+    expect(one(chart, 'Namespace', 'kiln-builds').metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'baseline',
+    });
+    const policy = one(chart, 'NetworkPolicy', 'kiln-builds-default-deny');
+    expect(policy.metadata.namespace).toBe('kiln-builds');
+    expect(policy.spec.podSelector).toEqual({});
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec.ingress).toBeUndefined();
+    const [dns, out] = policy.spec.egress as Obj[];
+    expect(dns!.to).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+        podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+      },
+    ]);
+    for (const peer of out!.to as Obj[]) expect(peer.ipBlock.except).toContain('169.254.0.0/16');
+    expect((out!.ports as Obj[]).map((p) => p.port)).toEqual([443, 22, 80, 5000]);
+    const quota = one(chart, 'ResourceQuota', 'kiln-builds');
+    expect(quota.spec.hard).toHaveProperty(['count/jobs.batch']);
+    expect(quota.spec.hard).toHaveProperty(['limits.ephemeral-storage']);
+    const limits = one(chart, 'LimitRange', 'kiln-builds').spec.limits[0] as Obj;
+    expect(limits.max).toHaveProperty(['ephemeral-storage']);
+
+    const elsewhere = render(undefined, [join(CHART, 'ci', 'ingress-values.yaml')]);
+    expect(find(elsewhere, 'Namespace')).toEqual([]);
+    expect(one(elsewhere, 'Role', 'kiln-operator').metadata.namespace).toBe('team-builds');
+  });
+
+  it('templates the CRD from a byte-equal copy of crds/, kept on uninstall when crds.keep', () => {
+    const source = readFileSync(join(ROOT, 'crds', 'builds.kiln.dev.yaml'));
+    expect(readFileSync(join(CHART, 'files', 'builds.kiln.dev.yaml')).equals(source)).toBe(true);
+    // Rendered as written (comments and all), plus the one annotation.
+    const keep = '  annotations:\n    helm.sh/resource-policy: keep\n';
+    const document = render().documents.find((d) => d.object.kind === 'CustomResourceDefinition');
+    expect(document?.text.replace(keep, '').trim()).toBe(source.toString('utf8').trim());
+    const crd = one(render(), 'CustomResourceDefinition', 'builds.kiln.dev');
+    const expected = parseDocument(source.toString('utf8'), { version: '1.1' }).toJSON() as Obj;
+    expect(crd).toEqual({
+      ...expected,
+      metadata: { ...expected.metadata, annotations: { 'helm.sh/resource-policy': 'keep' } },
+    });
+    const notKept = one(
+      render({ ...DATABASE, crds: { keep: false } }),
+      'CustomResourceDefinition',
+      'builds.kiln.dev',
+    );
+    expect(notKept.metadata.annotations).toBeUndefined();
+    expect(
+      find(render({ ...DATABASE, crds: { enabled: false } }), 'CustomResourceDefinition'),
+    ).toEqual([]);
+  });
+
+  it('creates the JWT key once and keeps it, or uses the Secret it is given', () => {
+    const chart = render();
+    const secret = one(chart, 'Secret', 'kiln-jwt');
+    expect(secret.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    expect(Buffer.from(secret.data['jwt-secret'] as string, 'base64').toString()).toMatch(
+      /^[A-Za-z0-9]{64}$/,
+    );
+    const api = one(chart, 'Deployment', 'kiln-api');
+    expect(env(api, 'KILN_JWT_SECRET')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'kiln-jwt', key: 'jwt-secret' },
+    });
+    // The operator signs nothing: it does not get the key.
+    expect(env(one(chart, 'Deployment', 'kiln-operator'), 'KILN_JWT_SECRET')).toBeUndefined();
+
+    const given = render(undefined, [join(CHART, 'ci', 'external-database-values.yaml')]);
+    expect(find(given, 'Secret')).toEqual([]);
+    const givenApi = one(given, 'Deployment', 'kiln-api');
+    expect(env(givenApi, 'KILN_JWT_SECRET')?.valueFrom.secretKeyRef.name).toBe('kiln-jwt');
+    expect(env(givenApi, 'KILN_BOOTSTRAP_ADMIN_PASSWORD')?.valueFrom).toEqual({
+      secretKeyRef: { name: 'kiln-admin', key: 'password' },
+    });
+    expect(givenApi.spec.template.spec.containers[0].image).toBe(
+      'registry.example.com/platform/kiln@sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0',
+    );
+    // Nothing secret is written into a manifest as plain text.
+    for (const deployment of find(given, 'Deployment'))
+      for (const variable of envOf(deployment))
+        if (/SECRET|PASSWORD|DATABASE_URL/.test(variable.name as string))
+          expect(variable.value).toBeUndefined();
+  });
+
+  it('routes the API and the WebSocket through an Ingress when asked, and ships a helm test', () => {
+    const chart = render(undefined, [join(CHART, 'ci', 'ingress-values.yaml')]);
+    const ingress = one(chart, 'Ingress', 'kiln');
+    expect(ingress.spec.rules[0].http.paths).toEqual([
+      {
+        path: '/',
+        pathType: 'Prefix',
+        backend: { service: { name: 'kiln', port: { name: 'http' } } },
+      },
+    ]);
+    expect(ingress.spec.tls).toEqual([{ hosts: ['kiln.example.com'], secretName: 'kiln-tls' }]);
+    expect(env(one(chart, 'Deployment', 'kiln-api'), 'KILN_TRUST_PROXY_HOPS')?.value).toBe('1');
+    expect(find(render(), 'Ingress')).toEqual([]);
+
+    const test = one(chart, 'Pod', 'kiln-test-readyz');
+    expect(test.metadata.annotations['helm.sh/hook']).toBe('test');
+    expect(test.spec.containers[0].command.at(-1)).toBe('http://kiln.kiln.svc:80/readyz');
+    const service = one(chart, 'Service', 'kiln');
+    expect(service.spec.selector).toEqual(
+      one(chart, 'Deployment', 'kiln-api').spec.selector.matchLabels,
+    );
+  });
+
+  it("keeps the README's values tables in step with values.yaml", () => {
+    const rows = chartValues.valuesRows();
+    expect(rows.length).toBeGreaterThan(40);
+    expect(chartValues.readmeRows(readFileSync(join(CHART, 'README.md'), 'utf8'))).toEqual(rows);
+    // Every value the top-level README's install guide names exists.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const guide = readme.slice(
+      readme.indexOf('## Install on Kubernetes'),
+      readme.indexOf('## Authentication'),
+    );
+    const named = [
+      ...guide.matchAll(
+        /`((?:image|database|postgresql|jwt|bootstrapAdmin|builds|api|operator|service|ingress|crds)\.[A-Za-z.]+)`/g,
+      ),
+    ].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(10);
+    const known = new Set(
+      rows.flatMap((r) => [
+        r.key,
+        ...r.key.split('.').map((_, i, parts) => parts.slice(0, i + 1).join('.')),
+      ]),
+    );
+    for (const name of named)
+      expect({ name, known: known.has(name) }).toEqual({ name, known: true });
+  });
+
+  const describeWithKubectl = kubectlOnPath ? describe : describe.skip;
+  if (!kubectlOnPath)
+    console.warn('kubectl is not on PATH: the chart is not applied to the API server double');
+
+  describeWithKubectl('applied with the real kubectl to the API server double', () => {
+    let server: KubeApiServer;
+    let dir: string;
+    let kubeconfig: string;
+
+    beforeAll(async () => {
+      server = await KubeApiServer.start({ namespaces: ['default', 'kiln'] });
+      dir = mkdtempSync(join(tmpdir(), 'kiln-chart-'));
+      kubeconfig = writeKubeconfig(join(dir, 'kubeconfig'), server.url, 'kiln');
+    });
+
+    afterAll(async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('accepts every example with --dry-run=server once the chart installed the CRD, and serves Builds', async () => {
+      for (const [index, values] of [[], ...EXAMPLES.map((file) => [file])].entries()) {
+        const chart = render(index === 0 ? DATABASE : undefined, values);
+        const crds = chart.documents.filter((d) => d.object.kind === 'CustomResourceDefinition');
+        const rest = chart.documents.filter((d) => d.object.kind !== 'CustomResourceDefinition');
+        const crdFile = join(dir, `crd-${index}.yaml`);
+        const restFile = join(dir, `rest-${index}.yaml`);
+        writeFileSync(crdFile, crds.map((d) => d.text).join('\n---\n'));
+        writeFileSync(restFile, rest.map((d) => d.text).join('\n---\n'));
+        const installed = await kubectlWith(kubeconfig, dir, 'apply', '-f', crdFile);
+        expect({ stderr: installed.stderr, code: installed.code }).toEqual({ stderr: '', code: 0 });
+        // The build namespace must exist for its namespaced objects even in a dry run. (`kubectl
+        // create namespace` sends protobuf, which the double does not read.)
+        const namespaces = join(dir, 'namespaces.yaml');
+        writeFileSync(
+          namespaces,
+          ['kiln-builds', 'team-builds']
+            .map((name) => `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${name}\n`)
+            .join('---\n'),
+        );
+        const created = await kubectlWith(kubeconfig, dir, 'apply', '-f', namespaces);
+        expect(created.code).toBe(0);
+        const before = server.store.currentRv;
+        const dry = await kubectlWith(kubeconfig, dir, 'apply', '--dry-run=server', '-f', restFile);
+        expect({ stderr: dry.stderr, code: dry.code }).toEqual({ stderr: '', code: 0 });
+        expect(dry.stdout).toMatch(
+          /deployment\.apps\/kiln-api (created|configured) \(server dry run\)/,
+        );
+        expect(server.store.currentRv).toBe(before);
+      }
+      // The CRD the chart installed is served: a Build applies and `kubectl get kb` lists it.
+      const build = await kubectlWith(
+        kubeconfig,
+        dir,
+        'apply',
+        '-n',
+        'kiln-builds',
+        '-f',
+        join(ROOT, 'config', 'samples', 'build-kaniko.yaml'),
+      );
+      expect({ stderr: build.stderr, code: build.code }).toEqual({ stderr: '', code: 0 });
+      const listed = await kubectlWith(kubeconfig, dir, 'get', 'kb', '-n', 'kiln-builds');
+      expect(listed.stdout).toMatch(/NUMBER\s+METHOD\s+STATUS\s+REASON\s+AGE/);
+    });
+  });
+});
