@@ -63,6 +63,14 @@ image: ## Build the container image (Dockerfile) with docker, podman or buildah,
 	set -x; "$$engine" build --build-arg VERSION=$(word 2,$(subst :, ,$(IMAGE))) \
 	  --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) -t $(IMAGE) .
 
+.PHONY: helm-lint
+helm-lint: ## helm lint and helm template of charts/kiln with each example values file, where helm is installed.
+	@command -v helm >/dev/null 2>&1 || { echo "helm is not on PATH: make test renders the chart with test/support/helm instead"; exit 0; }; \
+	set -e; for values in charts/kiln/ci/*.yaml; do \
+	  helm lint charts/kiln -f "$$values"; \
+	  helm template kiln charts/kiln -n kiln -f "$$values" >/dev/null; \
+	done
+
 .PHONY: bench
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
 	node bench/logs.bench.mjs
