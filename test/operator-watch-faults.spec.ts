@@ -7,6 +7,7 @@ import {
   NS,
   numbered,
   OperatorGround,
+  sleep,
   until,
 } from './support/operator-ground.js';
 import { BuildLifecycle } from '../src/lifecycle/build-lifecycle.js';
@@ -127,6 +128,32 @@ describe('the operator under watch and identity faults', () => {
       expect(Number(watch.query['timeoutSeconds'])).toBeLessThanOrEqual(
         Math.ceil(WATCH_TIMEOUT_SECONDS * 1.1),
       );
+  });
+
+  // ---- the pod informer behind the Job's ------------------------------------------------------
+
+  it('a Job that completes while the pod watch is silent: the end waits for the pod and its log, instead of recording a success with an empty log', async () => {
+    // The pod watch gets no answer from the start (the list is served): the operator sees the
+    // Job start and end, but not its pod, until the blackhole heals. Found by a fresh-machine
+    // run of OP-07, where the pod informer relisted after the Job informer and the build ended
+    // `success` with no line stored.
+    const hole = ground.cluster.blackholeWatches({ path: COLLECTIONS.pods });
+    ground.onReset(() => Promise.resolve(hole.heal()));
+    ground.builder({ lines: 40, linesPerSecond: 400, printCrc: true });
+    await ground.startOperator({ env: { KILN_OPERATOR_DRAIN_DEADLINE_SECONDS: '60' } });
+    const id = await ground.startedBuild();
+    await until('the Job to complete in the cluster', () =>
+      ground.jobOf(id)?.status?.conditions?.some((c) => c.type === 'Complete'),
+    );
+    // The operator has seen the Job's end (its status mirrors the Job) and still waits.
+    await until('the Build to name its Job', () => ground.resource(id)?.status?.jobName);
+    await sleep(1_000);
+    expect((await ground.record(id)).status).toBe('in_progress');
+
+    hole.heal();
+    const build = await ground.ended(id);
+    expect(build.status).toBe('success');
+    await ground.expectCompleteLog(id, 40);
   });
 
   // ---- OP-07 --------------------------------------------------------------------------------

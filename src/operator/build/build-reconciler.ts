@@ -303,6 +303,8 @@ export class BuildReconciler {
     // A builder that never started printed nothing: what earlier containers printed is stored.
     if (outcome.kind === 'failed' && outcome.reason === 'ImagePullFailed') {
       await following?.follower.stop();
+    } else if (following === undefined && !(await this.podNeverFollowed(record))) {
+      return { requeueAfterMs: 250 };
     } else if (!(await this.drained(record, following, pod === undefined))) {
       // Record the end only once every line is stored: a live stream closes at the final status.
       return { requeueAfterMs: 250 };
@@ -436,6 +438,27 @@ export class BuildReconciler {
   }
 
   /** True once the build's log streams are stored (or the drain deadline wrote its marker). */
+  /**
+   * The Job ended and no pod of it was ever followed: its pod is not in the cache. After a watch
+   * outage the pod informer may catch up later than the Job's, so the end waits for the pod (its
+   * log is then read, `follow=false`) up to the drain deadline. A pod seen before and gone now,
+   * or one still unseen at the deadline, leaves one marker line: the log is missing, never
+   * silently empty.
+   */
+  private async podNeverFollowed(record: BuildEntity): Promise<boolean> {
+    const seen = this.podsSeen.has(record.id);
+    const since = this.drainingSince.get(record.id) ?? this.now();
+    this.drainingSince.set(record.id, since);
+    if (!seen && this.now() - since < this.deps.settings.drainDeadlineMs) return false;
+    const why = seen
+      ? 'the pod was deleted before its log was read'
+      : `no pod of the Job was seen within ${Math.round(this.deps.settings.drainDeadlineMs / 1000)} s of its end`;
+    await this.deps.sink.append(record.id, [
+      { text: `WARN: [kiln] ${why}: the log of every container is missing`, container: 'kiln' },
+    ]);
+    return true;
+  }
+
   private async drained(
     record: BuildEntity,
     following: Following | undefined,
