@@ -118,12 +118,19 @@ describe('the operator under watch and identity faults', () => {
     await ground.expectCompleteLog(id, 200);
     await ground.expectMirrored(id, 'success');
     expect(ground.jobsCreated(id)).toBe(1);
-    // Each collection was watched more than once, every watch with the cap as its timeout.
-    const watches = ground.cluster.requests
-      .slice(since)
-      .filter((r) => r.method === 'GET' && r.query['watch'] === 'true');
-    for (const path of Object.values(COLLECTIONS))
-      expect(watches.filter((r) => r.path === path).length).toBeGreaterThanOrEqual(2);
+    // Each collection is watched again (each watch's lifetime cap is jittered, so the Job's
+    // restart may end the build before the others restart), every watch with the cap as its
+    // timeout.
+    const watchesOf = () =>
+      ground.cluster.requests
+        .slice(since)
+        .filter((r) => r.method === 'GET' && r.query['watch'] === 'true');
+    await until('every collection to be watched again', () =>
+      Object.values(COLLECTIONS).every(
+        (path) => watchesOf().filter((r) => r.path === path).length >= 2,
+      ),
+    );
+    const watches = watchesOf();
     for (const watch of watches)
       expect(Number(watch.query['timeoutSeconds'])).toBeLessThanOrEqual(
         Math.ceil(WATCH_TIMEOUT_SECONDS * 1.1),
