@@ -434,6 +434,9 @@ describe('the operator under faults', () => {
     const operator = await ground.startOperator();
     const id = await ground.startedBuild();
     const name = await until('the pod', () => ground.podOf(id)?.metadata?.name);
+    // The loop below stops once the pod no longer runs: start it once it does (on a loaded
+    // machine the pod can still be Pending after the first write).
+    await until('the pod to run', () => ground.podOf(id)?.status?.phase === 'Running');
     const pod = `${ground.cluster.url}${COLLECTIONS.pods}/${name}`;
     const patch = (path: string, body: unknown) =>
       fetch(path, {
