@@ -155,7 +155,6 @@ describe("the chart's RBAC against what kiln calls", () => {
     expect([...new Set(refused)]).toEqual([]);
     // Both parts were seen (the User-Agent is what tells them apart).
     const agents = new Set(requests.map((r) => r.userAgent));
-    expect(agents).toEqual(expect.objectContaining({ size: expect.any(Number) }));
     expect([...agents]).toEqual(expect.arrayContaining(['kiln-api', 'kiln-operator']));
 
     // Every rule was needed by a request, but the finalizers one: the API server checks it on a
