@@ -368,6 +368,7 @@ describe('builds API', () => {
         },
         sbomTool: 'syft',
         scanTool: 'trivy',
+        scanPolicy: null,
         secretManager: 'vault',
         env: { CI: 'true' },
         buildArgs: { B: '2' },

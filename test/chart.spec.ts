@@ -176,6 +176,8 @@ describe('the Helm chart (charts/kiln)', () => {
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
       { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'patch'] },
+      // A build's own Secret: written, never read back.
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
     expect(one(chart, 'Role', 'kiln-operator-lease').metadata.namespace).toBe('kiln');
@@ -271,13 +273,27 @@ describe('the Helm chart (charts/kiln)', () => {
     expect(policy.spec.podSelector).toEqual({});
     expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(policy.spec.ingress).toBeUndefined();
-    const [dns, out] = policy.spec.egress as Obj[];
+    const [dns, api, out] = policy.spec.egress as Obj[];
     expect(dns!.to).toEqual([
       {
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
         podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
       },
     ]);
+    // The upload step reaches kiln's API pods, and nothing else of kiln's namespace.
+    expect(api!.to).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kiln' } },
+        podSelector: {
+          matchLabels: {
+            'app.kubernetes.io/name': 'kiln',
+            'app.kubernetes.io/instance': 'kiln',
+            'app.kubernetes.io/component': 'api',
+          },
+        },
+      },
+    ]);
+    expect(api!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
     for (const peer of out!.to as Obj[]) expect(peer.ipBlock.except).toContain('169.254.0.0/16');
     expect((out!.ports as Obj[]).map((p) => p.port)).toEqual([443, 22, 80, 5000]);
     const quota = one(chart, 'ResourceQuota', 'kiln-builds');

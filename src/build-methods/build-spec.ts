@@ -1,3 +1,4 @@
+import type { ScanPolicy } from '../artifacts/scan-policy.js';
 import type {
   BuildConfig,
   BuildManifest,
@@ -19,6 +20,7 @@ export type MethodConfig = Omit<
   | 'build_context'
   | 'build_args'
   | 'registry_repository'
+  | 'scan_policy'
 > & {
   /** The manifest's base image and instructions (the `container` method builds from them). */
   base_image?: string;
@@ -63,6 +65,11 @@ export interface BuildSpec {
   readonly output: BuildOutput;
   readonly sbomTool: SbomTool | null;
   readonly scanTool: ScanTool | null;
+  /**
+   * `build_config.scan_policy`: findings that fail the build (PolicyViolation). Absent in specs
+   * stored before scan policies existed, which means none.
+   */
+  readonly scanPolicy?: ScanPolicy | null;
   readonly secretManager: SecretManagerType | null;
   /** The manifest's `environment` (build-time variables). */
   readonly env: Readonly<Record<string, string>>;
@@ -93,6 +100,7 @@ export function specOfManifest(manifest: BuildManifest, context: SpecContext): B
     build_context: buildContext,
     build_args: buildArgs,
     registry_repository: registryRepository,
+    scan_policy: scanPolicy,
     ...config
   } = manifest.build_config;
   return {
@@ -117,6 +125,7 @@ export function specOfManifest(manifest: BuildManifest, context: SpecContext): B
     },
     sbomTool,
     scanTool,
+    scanPolicy: scanPolicy ?? null,
     secretManager,
     env: manifest.environment,
     buildArgs: buildArgs ?? {},
@@ -151,6 +160,7 @@ export function specOfReference(
     },
     sbomTool: null,
     scanTool: null,
+    scanPolicy: null,
     secretManager: null,
     env: {},
     buildArgs: reference.buildArgs ?? {},

@@ -13,6 +13,14 @@ import {
 } from './job.js';
 import { KANIKO_SECURITY_CONTEXT } from './kaniko.js';
 
+/** The note every build naming SBOM and scan tools gets while the operator has no step image. */
+const stepsOffNotes = (spec: BuildSpec): string[] =>
+  spec.sbomTool === null && spec.scanTool === null
+    ? []
+    : [
+        `the SBOM (${spec.sbomTool}) and scan (${spec.scanTool}) steps are off: the operator has no KILN_STEP_IMAGE`,
+      ];
+
 describe(containerfileFor.name, () => {
   it('starts from the base image, declares build-time variables, then the instructions in order', () => {
     expect(
@@ -214,7 +222,10 @@ describe('container.jobSpec', () => {
       immutable: true,
       data: { Dockerfile: CONTAINERFILE },
     });
-    expect(translation.kind === 'job' && translation.notes).toEqual(notes);
+    expect(translation.kind === 'job' && translation.notes).toEqual([
+      ...notes,
+      ...stepsOffNotes(spec),
+    ]);
     expect(job.metadata?.name).toBe(`kiln-${BUILD_ID}`);
     expect(job.spec?.activeDeadlineSeconds).toBe(1200);
   });

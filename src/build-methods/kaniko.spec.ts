@@ -13,6 +13,14 @@ import {
 import { kaniko, KANIKO_SECURITY_CONTEXT } from './kaniko.js';
 import type { MethodName } from './types.js';
 
+/** The note every build naming SBOM and scan tools gets while the operator has no step image. */
+const stepsOffNotes = (spec: BuildSpec): string[] =>
+  spec.sbomTool === null && spec.scanTool === null
+    ? []
+    : [
+        `the SBOM (${spec.sbomTool}) and scan (${spec.scanTool}) steps are off: the operator has no KILN_STEP_IMAGE`,
+      ];
+
 const REPOSITORY = 'https://git.example.com/web.git';
 const BUILD_ID = '3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
 
@@ -121,7 +129,7 @@ describe('kaniko.jobSpec', () => {
 
     expect(translation).toEqual({
       kind: 'job',
-      notes: [],
+      notes: stepsOffNotes(spec),
       configMap: {
         apiVersion: 'v1',
         kind: 'ConfigMap',
@@ -477,7 +485,10 @@ describe('kaniko.jobSpec', () => {
       source === undefined ? undefined : [source],
     );
     expect(translation.kind === 'job' && translation.configMap?.data).toEqual(configMap);
-    expect(translation.kind === 'job' && translation.notes).toEqual(notes);
+    expect(translation.kind === 'job' && translation.notes).toEqual([
+      ...notes,
+      ...stepsOffNotes(spec),
+    ]);
     expect(builder.securityContext).toEqual(KANIKO_SECURITY_CONTEXT);
     expect(builder.resources).toEqual(BUILDER_RESOURCES);
     expect(job.metadata?.labels).toEqual(LABELS);

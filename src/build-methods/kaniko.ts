@@ -5,6 +5,8 @@ import {
   contextDirectory,
   FILES_DIR,
   type JobContext,
+  OUT_DIR,
+  type PodSecurityLevel,
   jobOf,
   type JobTranslation,
   SOURCE_DIR,
@@ -17,6 +19,7 @@ import {
   dockerfilePlan,
   NO_EXCLUSIVE_FIELDS,
 } from './method.js';
+import { stepsConfigured } from './steps.js';
 import { MANIFEST_MESSAGES } from './types.js';
 
 const at = (key: string): string => `manifest.build_config.${key}`;
@@ -44,6 +47,15 @@ export const kaniko: BuildMethod = {
   localPlan: plan,
   jobSpec: (spec, context) => kanikoJob(spec, context, plan(spec)),
 };
+
+/** What kaniko pushed, one `name:tag@sha256:…` line per destination, under OUT_DIR. */
+const KANIKO_PUSHED_FILE = 'image-ref';
+
+/**
+ * kaniko runs as root with capabilities all inside the PSS baseline set (see
+ * KANIKO_SECURITY_CONTEXT): its build namespace must allow `baseline`, never `restricted`.
+ */
+export const POD_SECURITY_LEVEL: PodSecurityLevel = 'baseline';
 
 /** kaniko's Docker config directory: the credentials Secret's `config.json` is mounted here. */
 export const KANIKO_DOCKER_CONFIG = '/kaniko/.docker';
@@ -106,6 +118,9 @@ export function kanikoJob(
     );
   }
   for (const target of targets) args.push(`--destination=${target}`);
+  // For the SBOM and scan steps, when they run: `name@sha256:…` of each destination.
+  const reportPush = targets.length > 0 && stepsConfigured(spec, settings.steps);
+  if (reportPush) args.push(`--image-name-with-digest-file=${OUT_DIR}/${KANIKO_PUSHED_FILE}`);
   for (const [name, value] of Object.entries(plan.buildArgs)) {
     args.push('--build-arg', `${name}=${value}`);
   }
@@ -146,5 +161,8 @@ export function kanikoJob(
     },
     files: plan.dockerfile === undefined ? {} : { Dockerfile: plan.dockerfile },
     notes,
+    ...(reportPush
+      ? { pushedImage: { format: 'image-ref', file: `${OUT_DIR}/${KANIKO_PUSHED_FILE}` } }
+      : {}),
   });
 }

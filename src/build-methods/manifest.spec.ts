@@ -1,5 +1,5 @@
 import { outputRepository } from './build-spec.js';
-import { validateManifest } from './manifest.js';
+import { validateManifest, validateManifestAsync } from './manifest.js';
 import { paketoBuilderImage } from './paketo.js';
 import { type BuildManifest, METHOD_NAMES, type MethodName } from './types.js';
 
@@ -680,7 +680,7 @@ describe(validateManifest.name, () => {
       input.build_config.builders = [{ type: 'amazon-ebs' }, { type: 'googlecompute' }];
       expect(rejected(input)).toEqual({
         'manifest.build_config.builders':
-          'type "googlecompute" is not a builder of the template (template builders: amazon-ebs, docker)',
+          'entry 1: no builder of type "googlecompute" (the template declares amazon-ebs, docker)',
       });
     });
 
@@ -690,27 +690,81 @@ describe(validateManifest.name, () => {
       expect(rejected(input)['manifest.build_config.builders']).toContain('entry 0 has no type');
     });
 
-    it('accepts builders as sent with an HCL2 template', () => {
+    it('leaves an HCL2 template to the asynchronous check', () => {
       const input = wizard('packer');
       input.build_config.packer_template = HCL_PACKER_TEMPLATE;
       input.build_config.builders = [{ type: 'anything' }];
       expect(accepted(input).build_config.builders).toEqual([{ type: 'anything' }]);
     });
 
-    it('accepts builders as sent with an HCL2 template in JSON syntax', () => {
+    it('refuses HCL2 in JSON syntax, which packer would read as a legacy JSON template', () => {
       const input = wizard('packer');
       input.build_config.packer_template = JSON.stringify({
         source: { 'amazon-ebs': { base: { region: 'eu-west-1' } } },
         build: { sources: ['source.amazon-ebs.base'] },
       });
-      input.build_config.builders = [{ type: 'anything' }];
-      expect(validateManifest(input).ok).toBe(true);
+      expect(rejected(input)).toEqual({
+        'manifest.build_config.packer_template': expect.stringContaining(
+          'needs a "builders" array',
+        ),
+      });
     });
 
     it('rejects builders that are not an array', () => {
       const input = wizard('packer');
       input.build_config.builders = { type: 'amazon-ebs' };
       expect(rejected(input)).toEqual({ 'manifest.build_config.builders': 'must be an array' });
+    });
+  });
+});
+
+describe(validateManifestAsync.name, () => {
+  it.each(METHOD_NAMES)(
+    'gives the same manifest as validateManifest for a %s manifest',
+    async (method) => {
+      expect(await validateManifestAsync(wizard(method))).toEqual(validateManifest(wizard(method)));
+    },
+  );
+
+  it('accepts builders, provisioners and post-processors an HCL2 template declares', async () => {
+    const input = wizard('packer');
+    input.build_config.packer_template = HCL_PACKER_TEMPLATE;
+    input.build_config.builders = ['source.amazon-ebs.base'];
+    input.build_config.provisioners = [];
+    const result = await validateManifestAsync(input);
+    expect(result).toMatchObject({
+      ok: true,
+      manifest: { build_config: { builders: ['source.amazon-ebs.base'] } },
+    });
+  });
+
+  it('rejects a builder the HCL2 template does not declare, with the rest of the problems', async () => {
+    const input = wizard('packer');
+    input.build_config.packer_template = HCL_PACKER_TEMPLATE;
+    input.build_config.builders = [{ type: 'googlecompute' }];
+    input.tags = [];
+    expect(await validateManifestAsync(input)).toEqual({
+      ok: false,
+      details: {
+        'manifest.tags': 'At least one tag is required',
+        'manifest.build_config.builders':
+          'entry 0: no builder of type "googlecompute" (the template declares source.amazon-ebs.base)',
+        'manifest.build_config.provisioners':
+          'entry 0: no provisioner of type "shell" (the template declares none)',
+      },
+    });
+  });
+
+  it('rejects a template that is neither JSON nor HCL2, naming the line and column', async () => {
+    const input = wizard('packer');
+    input.build_config.packer_template = 'source "amazon-ebs" "base" {\n  region = \n}\n';
+    expect(await validateManifestAsync(input)).toEqual({
+      ok: false,
+      details: {
+        'manifest.build_config.packer_template': expect.stringMatching(
+          /^is neither JSON nor valid HCL2: template\.pkr\.hcl:2,\d+/,
+        ),
+      },
     });
   });
 });

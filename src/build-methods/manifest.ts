@@ -24,6 +24,7 @@
  *   keeps what every method shares.
  */
 
+import { readScanPolicy } from '../artifacts/scan-policy.js';
 import {
   boundedString,
   enumValue,
@@ -45,8 +46,10 @@ import {
 } from './fields.js';
 import { repositoryOfReference } from './build-spec.js';
 import { BUILD_METHODS, exclusiveOwner } from './methods.js';
+import type { ManifestDraft } from './method.js';
 import {
   type BuildConfig,
+  type BuildManifest,
   type Details,
   MANIFEST_MESSAGES,
   type ManifestContext,
@@ -94,6 +97,7 @@ const BUILD_CONFIG_KEYS = [
   'post_processors',
   'variables',
   'registry_repository',
+  'scan_policy',
 ] as const satisfies ReadonlyArray<keyof BuildConfig>;
 const PAKETO_CONFIG_KEYS = ['builder', 'buildpacks', 'env', 'build_args'] as const;
 
@@ -105,11 +109,48 @@ const TAG_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
  * Validates an untrusted JSON value (already JSON.parse'd) as a wizard manifest. Every problem is
  * reported, keyed by field path (`manifest.build_config.dockerfile`); on success the manifest is
  * normalised (lists split and trimmed, empty environment values dropped, defaults filled) and
- * shares no objects with the input.
+ * shares no objects with the input. Synchronous, so it skips the methods' asynchronous rules (an
+ * HCL2 packer template is not checked); the API creates builds with `validateManifestAsync`.
  */
 export function validateManifest(input: unknown, context: ManifestContext = {}): ManifestResult {
+  return resultOf(readManifest(input, context));
+}
+
+/**
+ * `validateManifest` plus each method's asynchronous rules (`BuildMethod.checkAsync`): what every
+ * build created through the API passes, whichever runner then runs it.
+ */
+export async function validateManifestAsync(
+  input: unknown,
+  context: ManifestContext = {},
+): Promise<ManifestResult> {
+  const read = readManifest(input, context);
+  if (read.type !== undefined && read.draft !== undefined) {
+    await BUILD_METHODS[read.type].checkAsync?.(read.draft, read.details);
+  }
+  return resultOf(read);
+}
+
+/** A manifest as read by the shared rules and the method's synchronous ones. */
+interface ManifestRead {
+  readonly details: Details;
+  readonly type: MethodName | undefined;
+  /** Undefined when the method or build_config could not be read: no method rule applies. */
+  readonly draft: ManifestDraft | undefined;
+  /** Undefined when a required choice is missing. */
+  readonly manifest: BuildManifest | undefined;
+}
+
+function readManifest(input: unknown, context: ManifestContext): ManifestRead {
   const details: Details = {};
-  if (!isPlainObject(input)) return { ok: false, details: { manifest: 'must be an object' } };
+  if (!isPlainObject(input)) {
+    return {
+      details: { manifest: 'must be an object' },
+      type: undefined,
+      draft: undefined,
+      manifest: undefined,
+    };
+  }
   rejectUnknownKeys(input, MANIFEST_KEYS, 'manifest', details);
 
   const type = enumValue(input.type, METHOD_NAMES, 'manifest.type', details);
@@ -125,39 +166,41 @@ export function validateManifest(input: unknown, context: ManifestContext = {}):
   const metadata = jsonObject(input.metadata, 'manifest.metadata', details) ?? {};
   const read = readBuildConfig(input.build_config, type, details);
 
+  let draft: ManifestDraft | undefined;
   if (type !== undefined && read !== undefined) {
-    BUILD_METHODS[type].check(
-      {
-        baseImage,
-        instructions,
-        config: read.config,
-        contextGiven: read.contextGiven,
-        repositoryFromElsewhere:
-          tags.some((tag) => repositoryOfReference(tag) !== undefined) ||
-          context.defaultRegistry !== undefined,
-      },
-      details,
-    );
+    draft = {
+      baseImage,
+      instructions,
+      config: read.config,
+      contextGiven: read.contextGiven,
+      repositoryFromElsewhere:
+        tags.some((tag) => repositoryOfReference(tag) !== undefined) ||
+        context.defaultRegistry !== undefined,
+    };
+    BUILD_METHODS[type].check(draft, details);
   }
 
   const buildConfig = read === undefined ? undefined : complete(read.config);
-  if (type === undefined || buildConfig === undefined || Object.keys(details).length > 0) {
-    return { ok: false, details };
-  }
-  return {
-    ok: true,
-    manifest: {
-      name,
-      description,
-      type,
-      base_image: baseImage,
-      instructions,
-      environment,
-      tags,
-      metadata,
-      build_config: buildConfig,
-    },
-  };
+  const manifest =
+    type === undefined || buildConfig === undefined
+      ? undefined
+      : {
+          name,
+          description,
+          type,
+          base_image: baseImage,
+          instructions,
+          environment,
+          tags,
+          metadata,
+          build_config: buildConfig,
+        };
+  return { details, type, draft, manifest };
+}
+
+function resultOf({ details, manifest }: ManifestRead): ManifestResult {
+  if (manifest === undefined || Object.keys(details).length > 0) return { ok: false, details };
+  return { ok: true, manifest };
 }
 
 /** The build_config fields as read: each undefined when absent or wrong. */
@@ -205,6 +248,7 @@ function readBuildConfig(
     registry_repository: nonEmpty(
       imageReference(value.registry_repository, at('registry_repository'), details),
     ),
+    scan_policy: readScanPolicy(value.scan_policy, at('scan_policy'), details),
   };
   if (type !== undefined) {
     Object.assign(config, BUILD_METHODS[type].readExclusiveFields(value, path, details));

@@ -60,6 +60,11 @@ export interface BuildMethod {
   readExclusiveFields(config: Json, path: string, details: Details): Partial<BuildConfig>;
   /** This method's own rules (spec 7), after the shared ones; problems go to `details`. */
   check(draft: ManifestDraft, details: Details): void;
+  /**
+   * Rules that need asynchronous work (packer: parsing an HCL2 template), run after `check` by
+   * `validateManifestAsync`, the API's entry point; the synchronous `validateManifest` skips them.
+   */
+  checkAsync?(draft: ManifestDraft, details: Details): Promise<void>;
   /** What the local runner runs for a build of this method (pure). */
   localPlan(spec: BuildSpec): LocalPlan;
   /**

@@ -146,6 +146,7 @@ describe(specOfManifest.name, () => {
       output: { repository: 'reg.io/team/app', tags: ['v1'], registryType: 'harbor' },
       sbomTool: 'syft',
       scanTool: 'trivy',
+      scanPolicy: null,
       secretManager: 'vault',
       env: { CI: 'true' },
       buildArgs: { A: '1' },

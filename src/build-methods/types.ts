@@ -1,3 +1,5 @@
+import type { ScanPolicy } from '../artifacts/scan-policy.js';
+
 /** The wizard manifest's vocabulary (spec 2.7): method names, tool choices, the manifest's shape. */
 
 export const METHOD_NAMES = ['kaniko', 'buildx', 'container', 'paketo', 'packer'] as const;
@@ -41,6 +43,8 @@ export interface BuildConfig {
   post_processors?: unknown[];
   variables?: Record<string, unknown>;
   registry_repository?: string;
+  /** Findings that fail the build (PolicyViolation); none: findings never fail it. */
+  scan_policy?: ScanPolicy;
 }
 
 /** The normalised manifest kiln stores as the build's configuration snapshot. */

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { TenantContext } from '../auth/tenant-context.js';
 import { type SpecContext, specOfManifest, specOfReference } from '../build-methods/build-spec.js';
-import { validateManifest } from '../build-methods/manifest.js';
+import { validateManifestAsync } from '../build-methods/manifest.js';
 import { ForbiddenError, InvalidRequestError, UnavailableError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
@@ -83,7 +83,7 @@ export class BuildsService {
               context,
             ),
           }
-        : { ...common, projectId, ...fromWizard(request.body.manifest, context) };
+        : { ...common, projectId, ...(await fromWizard(request.body.manifest, context)) };
     const created = await this.lifecycle.create(build);
     if (!created.replayed) await this.handToRunner(tenant, created.build);
     return { form: request.form, ...created };
@@ -208,12 +208,12 @@ export class BuildsService {
 }
 
 /** Validates the manifest against the project's defaults and captures what will run. */
-function fromWizard(
+async function fromWizard(
   input: unknown,
   context: SpecContext,
-): Pick<NewBuild, 'gitBranch' | 'gitCommit' | 'method' | 'config' | 'spec'> {
+): Promise<Pick<NewBuild, 'gitBranch' | 'gitCommit' | 'method' | 'config' | 'spec'>> {
   const defaultRegistry = context.project.defaultRegistry ?? context.defaultRegistry;
-  const result = validateManifest(input, { defaultRegistry });
+  const result = await validateManifestAsync(input, { defaultRegistry });
   if (!result.ok) throw InvalidRequestError.listing('Invalid build manifest', result.details);
   return {
     gitBranch: null,

@@ -50,6 +50,13 @@ export class NotFoundError extends KilnError {
   }
 }
 
+/** A body larger than a route accepts (413). */
+export class PayloadTooLargeError extends KilnError {
+  constructor(message: string) {
+    super(ErrorCode.PayloadTooLarge, message);
+  }
+}
+
 export class ConflictError extends KilnError {
   constructor(message: string, details?: ErrorDetails) {
     super(ErrorCode.Conflict, message, details);

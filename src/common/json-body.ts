@@ -50,9 +50,29 @@ export function nestsDeeperThan(json: Uint8Array, max: number): boolean {
  */
 export function jsonBodyOptions(limit: number): {
   limit: number;
+  type: (req: IncomingMessage) => boolean;
   verify: (req: IncomingMessage, res: ServerResponse, body: Buffer, encoding: string) => void;
 } {
-  return { limit, verify: (_req, _res, body, encoding) => checkJsonBody(body, encoding) };
+  return {
+    limit,
+    type: (req) => isJsonContent(req) && !isArtifactUpload(req),
+    verify: (_req, _res, body, encoding) => checkJsonBody(body, encoding),
+  };
+}
+
+/** body-parser's default for `json()`: `application/json`, with or without parameters. */
+function isJsonContent(req: IncomingMessage): boolean {
+  return /^application\/json\s*(?:;|$)/i.test(req.headers['content-type'] ?? '');
+}
+
+/**
+ * `PUT /api/v1/builds/{id}/sbom|scan`: a build pod's upload, read by its own route (up to
+ * KILN_ARTIFACT_MAX_BYTES, an SBOM past it kept truncated) rather than by this parser's limit.
+ */
+export function isArtifactUpload(req: IncomingMessage): boolean {
+  return (
+    req.method === 'PUT' && /^\/api\/v1\/builds\/[^/?]+\/(?:sbom|scan)(?:\?|$)/.test(req.url ?? '')
+  );
 }
 
 function checkJsonBody(body: Buffer, encoding: string): void {

@@ -18,6 +18,10 @@ export type JwtSecretSource =
   | { kind: 'file'; path: string; secret: string }
   | { kind: 'generated'; path: string };
 
+/** The tools of the steps after the image, whose images KILN_STEP_IMAGE_<TOOL> may set. */
+export const STEP_TOOL_NAMES = ['syft', 'grype', 'trivy', 'clair', 'snyk'] as const;
+export type StepToolName = (typeof STEP_TOOL_NAMES)[number];
+
 /**
  * The validated configuration. It is the DI token too: inject `KilnConfig` anywhere.
  * Built only by `loadConfig`, which is the one place that reads process.env.
@@ -35,6 +39,19 @@ export class KilnConfig {
   readonly operatorImagePullTimeoutMs!: number;
   /** Operator: ttlSecondsAfterFinished set on a build's Job once its logs are stored. */
   readonly operatorJobTtlSeconds!: number;
+  /**
+   * Operator: the steps after the image (SBOM, scan). Without KILN_STEP_IMAGE (kiln's own image,
+   * pinned by digest) or KILN_UPLOAD_URL (kiln's API as build pods reach it) there are none, and
+   * each build's log says so.
+   */
+  readonly operatorSteps!: {
+    readonly kilnImage?: string;
+    readonly uploadUrl?: string;
+    readonly clairUrl?: string;
+    readonly snykToken?: { readonly secret: string; readonly key: string };
+    /** KILN_STEP_IMAGE_<TOOL>: a tool's image, pinned by digest, over kiln's default. */
+    readonly toolImages: Readonly<Partial<Record<StepToolName, string>>>;
+  };
   /** Operator: leader election, watches and workers (KILN_OPERATOR_LEASE_*, _WATCH_*, ...). */
   readonly operatorRuntime!: OperatorRuntimeSettings;
   readonly host!: string;
@@ -93,6 +110,11 @@ export class KilnConfig {
   readonly shutdownTimeoutMs!: number;
   /** How long a build may run before it fails with TimedOut (captured in its spec at create). */
   readonly buildTimeoutSeconds!: number;
+  /**
+   * Largest SBOM or scan report kiln keeps per build (KILN_ARTIFACT_MAX_BYTES, before
+   * compression). A larger SBOM is stored truncated with a note; a larger scan report is refused.
+   */
+  readonly artifactMaxBytes!: number;
 
   constructor(values: KilnConfig) {
     Object.assign(this, values);
@@ -183,6 +205,49 @@ export function loadConfig(
   const operatorImagePullTimeoutMs =
     integer('KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1, 3600) * 1000;
   const operatorJobTtlSeconds = integer('KILN_OPERATOR_JOB_TTL_SECONDS', 3600, 0, 7 * 24 * 3600);
+  const httpUrl = (name: string): string | undefined => {
+    const raw = value(name);
+    if (raw === undefined) return undefined;
+    try {
+      const url = new URL(raw);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.username === '') {
+        return raw.replace(/\/+$/, '');
+      }
+    } catch {
+      // reported below
+    }
+    bad(name, 'an http(s) URL without credentials', raw);
+    return undefined;
+  };
+  const stepImage = value('KILN_STEP_IMAGE');
+  if (stepImage !== undefined && !/^[^\s@]+@sha256:[0-9a-f]{64}$/.test(stepImage)) {
+    bad('KILN_STEP_IMAGE', "kiln's image pinned by digest (name@sha256:<64 hex>)", stepImage);
+  }
+  const snykRaw = value('KILN_SNYK_TOKEN_SECRET');
+  const snykMatch =
+    snykRaw === undefined ? null : /^([a-z0-9][-a-z0-9.]*)(?:\/([-._a-zA-Z0-9]+))?$/.exec(snykRaw);
+  if (snykRaw !== undefined && snykMatch === null) {
+    bad('KILN_SNYK_TOKEN_SECRET', 'a Secret name, optionally /key (default key: token)', snykRaw);
+  }
+  const toolImages: Partial<Record<StepToolName, string>> = {};
+  for (const tool of STEP_TOOL_NAMES) {
+    const name = `KILN_STEP_IMAGE_${tool.toUpperCase()}`;
+    const image = value(name);
+    if (image === undefined) continue;
+    if (/^[^\s@]+@sha256:[0-9a-f]{64}$/.test(image)) toolImages[tool] = image;
+    else bad(name, `the ${tool} image pinned by digest (name@sha256:<64 hex>)`, image);
+  }
+  const uploadUrl = httpUrl('KILN_UPLOAD_URL');
+  const clairUrl = httpUrl('KILN_CLAIR_URL');
+  const operatorSteps = {
+    toolImages,
+    ...(stepImage === undefined ? {} : { kilnImage: stepImage }),
+    ...(uploadUrl === undefined ? {} : { uploadUrl }),
+    ...(clairUrl === undefined ? {} : { clairUrl }),
+    ...(snykMatch === null || snykMatch[1] === undefined
+      ? {}
+      : { snykToken: { secret: snykMatch[1], key: snykMatch[2] ?? 'token' } }),
+  };
   const operatorRuntime: OperatorRuntimeSettings = {
     workers: integer('KILN_OPERATOR_WORKERS', 4, 1, 64),
     leaseName: value('KILN_OPERATOR_LEASE_NAME') ?? 'kiln-operator',
@@ -241,6 +306,12 @@ export function loadConfig(
   const trustProxyHops = integer('KILN_TRUST_PROXY_HOPS', 0, 0, 10);
   const shutdownTimeoutMs = integer('KILN_SHUTDOWN_TIMEOUT_SECONDS', 25, 1, 3600) * 1000;
   const buildTimeoutSeconds = integer('KILN_BUILD_TIMEOUT_SECONDS', 3600, 1, 7 * 24 * 3600);
+  const artifactMaxBytes = integer(
+    'KILN_ARTIFACT_MAX_BYTES',
+    16 * 1024 * 1024,
+    1024,
+    256 * 1024 * 1024,
+  );
 
   const rawDataDir = value('KILN_DATA_DIR') ?? '.kiln';
   const dataDir = isAbsolute(rawDataDir) ? rawDataDir : resolve(cwd, rawDataDir);
@@ -332,6 +403,7 @@ export function loadConfig(
     operatorDrainDeadlineMs,
     operatorImagePullTimeoutMs,
     operatorJobTtlSeconds,
+    operatorSteps,
     operatorRuntime,
     runner,
     host,
@@ -365,6 +437,7 @@ export function loadConfig(
     trustProxyHops,
     shutdownTimeoutMs,
     buildTimeoutSeconds,
+    artifactMaxBytes,
   });
 
   function readJwtSecret(

@@ -55,6 +55,20 @@ export class KubeWorkloads {
     );
   }
 
+  /** A build's own Secret (upload tokens, buildx secrets); owned by its Job once that exists. */
+  createSecret(namespace: string, body: k8s.V1Secret): Promise<k8s.V1Secret> {
+    return kubeCall(() => this.core.createNamespacedSecret({ namespace, body }));
+  }
+
+  patchSecret(namespace: string, name: string, patch: object): Promise<k8s.V1Secret> {
+    return kubeCall(() =>
+      this.core.patchNamespacedSecret(
+        { namespace, name, body: patch },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
   createEvent(namespace: string, body: k8s.CoreV1Event): Promise<k8s.CoreV1Event> {
     return kubeCall(() => this.core.createNamespacedEvent({ namespace, body }));
   }

@@ -12,6 +12,8 @@ export const FAILURE_REASONS = [
   'InvalidSpec',
   'InternalError',
   'ImagePullFailed',
+  /** The image was built and pushed; its scan findings exceed the build's scan policy. */
+  'PolicyViolation',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
@@ -27,6 +29,7 @@ export function isInfrastructureFailure(reason: FailureReason): boolean {
     case 'TimedOut':
     case 'OutOfMemory':
     case 'InvalidSpec':
+    case 'PolicyViolation':
       return false;
   }
 }

@@ -8,7 +8,9 @@ import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { DEFAULT_JOB_SETTINGS } from '../build-methods/job.js';
+import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../build-methods/job.js';
+import { BuildArtifacts } from '../artifacts/build-artifacts.js';
+import { SBOM_TOOLS, SCAN_TOOLS } from '../build-methods/types.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { CustomResources } from '../kubernetes/custom-resources.js';
@@ -59,6 +61,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     private readonly lifecycle: BuildLifecycle,
     private readonly sink: LogSink,
     private readonly logs: BuildLogsRepository,
+    private readonly artifacts: BuildArtifacts,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -137,6 +140,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       builds: new CustomResources<BuildResource>(kube, BUILD_GROUP, BUILD_VERSION, BUILD_PLURAL),
       workloads: new KubeWorkloads(kube),
       lifecycle: this.lifecycle,
+      artifacts: this.artifacts,
       sink: this.sink,
       logs: new PodLogs(kube),
       cursors: this.logs,
@@ -150,7 +154,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       logger,
       settings: {
         ...DEFAULT_RECONCILER_SETTINGS,
-        job: DEFAULT_JOB_SETTINGS,
+        job: jobSettingsOf(this.config),
         drainDeadlineMs: this.config.operatorDrainDeadlineMs,
         imagePullTimeoutMs: this.config.operatorImagePullTimeoutMs,
         ttlSecondsAfterFinished: this.config.operatorJobTtlSeconds,
@@ -228,4 +232,25 @@ class StoppingElector implements Elector {
   stop(): Promise<void> {
     return this.inner.stop();
   }
+}
+
+/** kiln's Job defaults with the operator's step settings (KILN_STEP_*, KILN_UPLOAD_URL, …). */
+export function jobSettingsOf(config: KilnConfig): JobSettings {
+  const { toolImages, ...steps } = config.operatorSteps;
+  const defaults = DEFAULT_JOB_SETTINGS.steps;
+  const pick = <T extends string>(tools: readonly T[], base: Partial<Record<T, string>>) =>
+    Object.fromEntries(
+      tools.flatMap((tool) => {
+        const image = (toolImages as Partial<Record<string, string>>)[tool] ?? base[tool];
+        return image === undefined ? [] : [[tool, image]];
+      }),
+    ) as Partial<Record<T, string>>;
+  return {
+    ...DEFAULT_JOB_SETTINGS,
+    steps: {
+      ...steps,
+      sbomImages: pick(SBOM_TOOLS, defaults.sbomImages),
+      scanImages: pick(SCAN_TOOLS, defaults.scanImages),
+    },
+  };
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
@@ -9,7 +10,7 @@ import { BuildOperator } from './build-operator.js';
  * Build resources into Jobs and their pods' logs into the log store. It mounts no HTTP route.
  */
 @Module({
-  imports: [KubernetesModule, LifecycleModule, LogsModule],
+  imports: [KubernetesModule, LifecycleModule, LogsModule, ArtifactsModule],
   providers: [BuildOperator],
   exports: [BuildOperator],
 })

@@ -1,4 +1,5 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { KilnConfig } from '../config/config.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
@@ -12,7 +13,7 @@ import { LocalRunner } from './local/local.runner.js';
  * (Build resources the operator reconciles). Tests pass their own runner class. Global, so
  * BuildsModule injects the port without knowing the runner; composed once, by the roles that
  * start builds (app.module.ts, apiModules). Runners read only a build's spec: no feature of the
- * API.
+ * API. The local runner stores its steps' SBOM and scan through ArtifactsModule.
  */
 @Module({})
 export class RunnersModule {
@@ -20,7 +21,7 @@ export class RunnersModule {
     return {
       module: RunnersModule,
       global: true,
-      imports: [LifecycleModule, LogsModule, KubernetesModule],
+      imports: [LifecycleModule, LogsModule, KubernetesModule, ArtifactsModule],
       providers:
         runner === undefined
           ? [

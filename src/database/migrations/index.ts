@@ -9,6 +9,7 @@ import { BuildSpec1764288000000 } from './1764288000000-build-spec.js';
 import { BuildLogCounters1764374400000 } from './1764374400000-build-log-counters.js';
 import { ImagePullFailed1764460800000 } from './1764460800000-image-pull-failed.js';
 import { LogFollowerClaim1764547200000 } from './1764547200000-log-follower-claim.js';
+import { BuildArtifacts1764633600000 } from './1764633600000-build-artifacts.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -25,4 +26,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   BuildLogCounters1764374400000,
   ImagePullFailed1764460800000,
   LogFollowerClaim1764547200000,
+  BuildArtifacts1764633600000,
 ];

@@ -39,6 +39,7 @@ export const BUILD_FAILURE_REASONS = [
   'InvalidSpec',
   'InternalError',
   'ImagePullFailed',
+  'PolicyViolation',
 ] as const;
 export type BuildFailureReason = (typeof BUILD_FAILURE_REASONS)[number];
 
@@ -72,6 +73,16 @@ export interface BuildResourceSpec {
   sbomTool?: 'syft' | 'grype' | 'trivy';
   /** The vulnerability scanner run after the image is built. */
   scanTool?: 'trivy' | 'clair' | 'grype' | 'snyk';
+  /**
+   * Fails the build (reason PolicyViolation) when the scan finds vulnerabilities at or above failOn
+   * that are not ignored. The image stays pushed. Without a policy, findings never fail a build.
+   */
+  scanPolicy?: {
+    /** The lowest severity that fails the build. */
+    failOn?: 'critical' | 'high' | 'medium' | 'low' | 'negligible' | 'unknown';
+    /** Vulnerability ids (CVE-…, GHSA-…) that never fail the build. */
+    ignore?: string[];
+  };
   /** Where the build's secrets are read from. */
   secretManager?: 'vault' | 'aws_secretsmanager' | 'azure_keyvault';
   /** Build-time environment variables (the manifest's environment). */

@@ -118,7 +118,11 @@ const SPECS: [string, BuildSpec][] = [
   [
     'packer',
     specOf('packer', {
-      packer_template: '{"builders":[{"type":"docker","image":"ubuntu:24.04","commit":true}]}',
+      packer_template: JSON.stringify({
+        builders: [{ type: 'docker', image: 'ubuntu:24.04', commit: true }],
+        provisioners: [{ type: 'shell', inline: ['apt-get update'] }],
+        'post-processors': [[{ type: 'docker-tag', repository: 'reg.io/ops/base', tags: ['1'] }]],
+      }),
       builders: [{ type: 'docker', image: 'ubuntu:24.04', commit: true }],
       provisioners: [{ type: 'shell', inline: ['apt-get update'] }],
       post_processors: [[{ type: 'docker-tag', repository: 'reg.io/ops/base', tags: ['1'] }]],
@@ -221,6 +225,18 @@ describe(buildResourceFor.name, () => {
     expect(JSON.stringify(resource)).not.toContain('null');
   });
 
+  it('carries the scan policy into the resource and back, in the CRD’s camelCase', () => {
+    const spec: BuildSpec = {
+      ...SPECS[0]![1],
+      scanPolicy: { fail_on: 'high', ignore: ['CVE-2024-0001'] },
+    };
+
+    const resource = buildResourceFor(build(spec), 'kiln-builds', { suspend: false });
+
+    expect(resource.spec.scanPolicy).toStrictEqual({ failOn: 'high', ignore: ['CVE-2024-0001'] });
+    expect(buildSpecOf(resource).scanPolicy).toStrictEqual(spec.scanPolicy);
+  });
+
   it('shares no object with the spec it projects', () => {
     const spec = SPECS[3]![1];
     const before = structuredClone(spec);
@@ -261,6 +277,7 @@ describe(buildSpecOf.name, () => {
       output: { repository: null, tags: [], registryType: null },
       sbomTool: null,
       scanTool: null,
+      scanPolicy: null,
       secretManager: null,
       env: {},
       buildArgs: {},

@@ -63,6 +63,16 @@ export function buildResourceFor(
       output,
       ...(spec.sbomTool === null ? {} : { sbomTool: spec.sbomTool }),
       ...(spec.scanTool === null ? {} : { scanTool: spec.scanTool }),
+      ...(spec.scanPolicy === null || spec.scanPolicy === undefined
+        ? {}
+        : {
+            scanPolicy: {
+              ...(spec.scanPolicy.fail_on === undefined ? {} : { failOn: spec.scanPolicy.fail_on }),
+              ...(spec.scanPolicy.ignore === undefined
+                ? {}
+                : { ignore: [...spec.scanPolicy.ignore] }),
+            },
+          }),
       ...(spec.secretManager === null ? {} : { secretManager: spec.secretManager }),
       env: { ...spec.env },
       buildArgs: { ...spec.buildArgs },
@@ -96,6 +106,15 @@ export function buildSpecOf(resource: Pick<BuildResource, 'spec'>): BuildSpec {
     },
     sbomTool: spec.sbomTool ?? null,
     scanTool: spec.scanTool ?? null,
+    scanPolicy:
+      spec.scanPolicy === undefined
+        ? null
+        : {
+            ...(spec.scanPolicy.failOn === undefined ? {} : { fail_on: spec.scanPolicy.failOn }),
+            ...(spec.scanPolicy.ignore === undefined
+              ? {}
+              : { ignore: [...spec.scanPolicy.ignore] }),
+          },
     secretManager: spec.secretManager ?? null,
     env: { ...spec.env },
     buildArgs: { ...spec.buildArgs },

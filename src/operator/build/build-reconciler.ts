@@ -1,6 +1,13 @@
-import type { CoreV1Event, V1Job, V1OwnerReference, V1Pod } from '@kubernetes/client-node';
+import type {
+  CoreV1Event,
+  V1Job,
+  V1OwnerReference,
+  V1Pod,
+  V1Secret,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { buildObjectName, type JobSettings } from '../../build-methods/job.js';
+import { BUILD_SECRET_PREFIX, buildObjectName, type JobSettings } from '../../build-methods/job.js';
+import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
 import { ConflictError, NotFoundError } from '../../common/errors.js';
 import type { CustomResources } from '../../kubernetes/custom-resources.js';
@@ -60,8 +67,20 @@ export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job'> = {
   follower: DEFAULT_LOG_FOLLOWER_OPTIONS,
 };
 
+/** What the reconciler needs of the steps after the image (BuildArtifacts implements it). */
+export interface ReconcilerArtifacts {
+  /** Upload tokens for a build's pod, valid `ttlSeconds`; undefined: the build is gone. */
+  mintUploadTokens(
+    buildId: string,
+    ttlSeconds: number,
+  ): Promise<Record<'sbom' | 'scan', string> | undefined>;
+  /** The scan policy's verdict on a build whose Job succeeded. */
+  gate(build: BuildEntity): Promise<{ pass: true } | { pass: false; message: string }>;
+}
+
 export interface ReconcilerDeps {
   readonly caches: ReconcilerCaches;
+  readonly artifacts: ReconcilerArtifacts;
   readonly builds: CustomResources<BuildResource>;
   readonly workloads: KubeWorkloads;
   readonly lifecycle: BuildLifecycle;
@@ -102,6 +121,8 @@ export class BuildReconciler {
   private readonly cancellingSince = new Map<string, number>();
   private readonly pullFailingSince = new Map<string, number>();
   private readonly podsSeen = new Set<string>();
+  /** Builds whose secret values this process registered with the LogSink for masking. */
+  private readonly secretsRegistered = new Set<string>();
   /** Builds whose ConfigMap this process made its Job's (or found none to own). */
   private readonly configMapsOwned = new Set<string>();
   private readonly now: () => number;
@@ -286,6 +307,7 @@ export class BuildReconciler {
 
     const pod = this.deps.caches.podOfJob(namespace, jobName);
     if (pod !== undefined) this.podsSeen.add(record.id);
+    this.registerSecrets(record);
     const following = this.follow(record, namespace, pod);
     this.trackPull(record.id, pod);
 
@@ -327,6 +349,7 @@ export class BuildReconciler {
       namespace,
       settings: this.deps.settings.job,
       configMapName: name,
+      buildSecretName: name,
       ...(resource.spec.output?.credentialsSecret === undefined
         ? {}
         : { credentialsSecret: resource.spec.output.credentialsSecret }),
@@ -341,6 +364,12 @@ export class BuildReconciler {
     }
     if (translation.configMap !== undefined) {
       await ignoreExists(this.deps.workloads.createConfigMap(namespace, translation.configMap));
+    }
+    const secretKeys = translation.secretKeys ?? [];
+    if (secretKeys.length > 0) {
+      const secret = await this.buildSecret(record, secretKeys, translation.job);
+      if (secret === undefined) return 'refused';
+      await ignoreExists(this.deps.workloads.createSecret(namespace, secret));
     }
     const job: V1Job = {
       ...translation.job,
@@ -365,28 +394,89 @@ export class BuildReconciler {
     return created;
   }
 
-  /** Makes the Job the controller of the build's ConfigMap (a build without one: nothing to do). */
+  /**
+   * The build's Secret (named as its Job): the keys its Job reads, no more. Upload tokens are
+   * minted now, valid until the Job's deadline (activeDeadlineSeconds counts from about now);
+   * buildx secret values come from the build's spec. Made before the Job, owned by it after, so it
+   * goes with it. Values are registered for masking before any line of the pod is read.
+   * Undefined when the build is gone.
+   */
+  private async buildSecret(
+    record: BuildEntity,
+    keys: readonly string[],
+    job: V1Job,
+  ): Promise<V1Secret | undefined> {
+    const data: Record<string, string> = {};
+    let tokens: Record<'sbom' | 'scan', string> | undefined;
+    if (keys.some((key) => key.startsWith(UPLOAD_TOKEN_PREFIX))) {
+      tokens = await this.deps.artifacts.mintUploadTokens(record.id, record.spec.timeoutSeconds);
+      if (tokens === undefined) return undefined;
+    }
+    const secrets = record.spec.config.secrets ?? {};
+    for (const key of keys) {
+      const value = key.startsWith(UPLOAD_TOKEN_PREFIX)
+        ? tokens?.[key.slice(UPLOAD_TOKEN_PREFIX.length) as 'sbom' | 'scan']
+        : key.startsWith(BUILD_SECRET_PREFIX)
+          ? secrets[key.slice(BUILD_SECRET_PREFIX.length)]
+          : undefined;
+      if (value === undefined)
+        throw new Error(`the Job of build ${record.id} reads an unknown Secret key ${key}`);
+      data[key] = Buffer.from(value, 'utf8').toString('base64');
+    }
+    this.registerSecrets(record);
+    return {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      immutable: true,
+      metadata: {
+        name: buildObjectName(record.id),
+        namespace: job.metadata?.namespace,
+        labels: { ...job.metadata?.labels },
+      },
+      data,
+    };
+  }
+
+  /** Registers a build's secret values with the LogSink, once per process and build. */
+  private registerSecrets(record: BuildEntity): void {
+    if (this.secretsRegistered.has(record.id)) return;
+    const values = Object.values(record.spec.config.secrets ?? {});
+    if (values.length > 0) this.deps.sink.registerSecrets(record.id, values);
+    this.secretsRegistered.add(record.id);
+  }
+
+  /**
+   * Makes the Job the controller of the build's ConfigMap and Secret (those a build has: a
+   * missing one is nothing to do).
+   */
   private async ownConfigMap(namespace: string, buildId: string, job: V1Job): Promise<void> {
     const name = job.metadata?.name;
     const uid = job.metadata?.uid;
     if (name === undefined || uid === undefined) return;
-    try {
-      await this.deps.workloads.patchConfigMap(namespace, name, {
-        metadata: {
-          ownerReferences: [
-            {
-              apiVersion: 'batch/v1',
-              kind: 'Job',
-              name,
-              uid,
-              controller: true,
-              blockOwnerDeletion: true,
-            },
-          ],
-        },
-      });
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+    const patch = {
+      metadata: {
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            name,
+            uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+    };
+    for (const write of [
+      () => this.deps.workloads.patchConfigMap(namespace, name, patch),
+      () => this.deps.workloads.patchSecret(namespace, name, patch),
+    ]) {
+      try {
+        await write();
+      } catch (error) {
+        if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+      }
     }
     this.configMapsOwned.add(buildId);
   }
@@ -480,10 +570,23 @@ export class BuildReconciler {
 
   private record(record: BuildEntity, outcome: JobOutcome): Promise<BuildEntity> {
     // completed_at is when the Job ended in the cluster, not this write (maybe long after).
-    if (outcome.kind === 'success') return this.deps.lifecycle.succeed(record.id, outcome.endedAt);
+    if (outcome.kind === 'success') return this.succeed(record, outcome.endedAt);
     // A termination message holds the last lines of the log: masked like the log.
     const message = this.deps.sink.maskText(record.id, outcome.message);
     return this.deps.lifecycle.fail(record.id, outcome.reason, message, outcome.endedAt);
+  }
+
+  /**
+   * A Job that succeeded built and pushed the image and ran its steps: the build succeeds unless
+   * the scan policy fails it (PolicyViolation; the image stays pushed, the message says so).
+   */
+  private async succeed(record: BuildEntity, endedAt: Date | undefined): Promise<BuildEntity> {
+    const verdict = await this.deps.artifacts.gate(record);
+    if (verdict.pass) return this.deps.lifecycle.succeed(record.id, endedAt);
+    await this.deps.sink.append(record.id, [
+      { text: `ERROR: [kiln] ${verdict.message}`, container: 'kiln' },
+    ]);
+    return this.deps.lifecycle.fail(record.id, 'PolicyViolation', verdict.message, endedAt);
   }
 
   // ---- ending -----------------------------------------------------------------------------
@@ -523,6 +626,7 @@ export class BuildReconciler {
       return this.mirror(resource, record, job === undefined ? {} : { jobName });
     }
     // A build that ended while this operator was away: read what its pod still holds.
+    this.registerSecrets(record);
     const following = this.follow(record, namespace, pod);
     if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
     if (job !== undefined && !this.configMapsOwned.has(record.id)) {
@@ -548,6 +652,7 @@ export class BuildReconciler {
     this.pullFailingSince.delete(buildId);
     this.podsSeen.delete(buildId);
     this.configMapsOwned.delete(buildId);
+    this.secretsRegistered.delete(buildId);
   }
 
   private trackPull(buildId: string, pod: V1Pod | undefined): void {

@@ -6,22 +6,31 @@ import {
 } from '@nestjs/common';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { arch } from 'node:os';
-import { join, resolve, sep } from 'node:path';
+import { basename, join, resolve, sep } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
+import type { ArtifactKind } from '../../artifacts/artifacts.repository.js';
+import {
+  BuildArtifacts,
+  type ReceivedBody,
+  scanPolicyOf,
+} from '../../artifacts/build-artifacts.js';
 import { pushTargets } from '../../build-methods/build-spec.js';
 import type { LocalPlan } from '../../build-methods/method.js';
 import { localPlanOf } from '../../build-methods/methods.js';
+import { sbomTool, scanTool, type StepSettings, type StepTool } from '../../build-methods/steps.js';
 import { isDatabaseUnavailable } from '../../common/database-errors.js';
+import { KilnError } from '../../common/errors.js';
 import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
 import type { BuilderFormat } from '../../logs/builder-output.js';
 import { LogSink } from '../../logs/log-sink.js';
+import { pushedImage } from '../../steps/pushed-image.js';
 import { BuildRunner, type RunnableBuild } from '../build-runner.js';
 import { packArgs, packerArgs, toolOf } from './build-plan.js';
 import { type ChildTool, childEnvironment } from './child-env.js';
@@ -37,6 +46,9 @@ const OUTPUT_LIMIT_FACTOR = 4;
 const OUTCOME_RETRY_MS = 60_000;
 const OUTCOME_RETRY_MAX_WAIT_MS = 5_000;
 const DATABASE_LOST = 'kiln lost its database while this build ran; retry it';
+const NOTHING_PUSHED = 'this build pushed none (no registry is configured)';
+/** Marks the argument of a step tool that gets the pushed image reference (see steps.ts). */
+const IMAGE_MARKER = '@IMAGE@';
 
 /** A build that failed for a reason the runner can name. */
 class BuildFailure extends Error {
@@ -47,6 +59,12 @@ class BuildFailure extends Error {
     super(message);
   }
 }
+
+/**
+ * What a plan pushed, for the SBOM and scan steps: the image by digest (`name@sha256:…`), or why
+ * there is none.
+ */
+type Pushed = { readonly reference: string } | { readonly none: string };
 
 interface ActiveRun {
   cancelled: boolean;
@@ -60,7 +78,10 @@ interface ActiveRun {
  * Runs builds on this machine as child processes: buildah for Dockerfile methods (kaniko, buildx,
  * container, and reference-form builds of a repository's Dockerfile), `pack` and `packer` when
  * installed. Each build gets its own work directory and buildah storage under KILN_DATA_DIR/builds;
- * output goes through LogSink; the exit status decides the outcome. See docs/adr/0008-local-runner.md.
+ * output goes through LogSink; the exit status decides the outcome. After an image pushed by
+ * buildah, the build's SBOM and scan tools run against its digest when their CLIs are installed,
+ * their documents go to BuildArtifacts, and the scan policy gate decides as it does for the
+ * operator. See docs/adr/0008-local-runner.md and docs/adr/0019-build-steps-and-artifacts.md.
  */
 @Injectable()
 export class LocalRunner
@@ -69,15 +90,18 @@ export class LocalRunner
 {
   private readonly runs = new Map<string, ActiveRun>();
   private readonly slots: Slots;
+  private readonly stepSettings: StepSettings;
 
   constructor(
     private readonly lifecycle: BuildLifecycle,
     private readonly sink: LogSink,
+    private readonly artifacts: BuildArtifacts,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
     this.slots = new Slots(config.localMaxParallel);
+    this.stepSettings = localStepSettings(config);
   }
 
   /** Builds a previous kiln process left running cannot finish: fail them rather than hang. */
@@ -151,11 +175,13 @@ export class LocalRunner
           void run.child?.stop(this.config.cancelGraceMs);
         }, timeoutSeconds * 1000);
         try {
-          await this.runPlan(build, localPlanOf(build.spec), run);
+          const pushed = await this.runPlan(build, localPlanOf(build.spec), run);
+          if (!run.cancelled && !run.timedOut) await this.runSteps(build, run, pushed);
         } finally {
           clearTimeout(timer);
         }
         if (run.timedOut) throw timedOut(timeoutSeconds);
+        if (!run.cancelled) await this.enforceScanPolicy(build);
       }
     } catch (error) {
       failure = run.timedOut
@@ -236,10 +262,13 @@ export class LocalRunner
     }
   }
 
-  private async runPlan(build: RunnableBuild, plan: LocalPlan, run: ActiveRun): Promise<void> {
+  private async runPlan(build: RunnableBuild, plan: LocalPlan, run: ActiveRun): Promise<Pushed> {
     const tool = toolOf(plan);
     const { method } = build.spec;
-    if (tool !== undefined && !(await onPath(tool, this.config.childEnvironment))) {
+    if (
+      tool !== undefined &&
+      !(await onPath(tool, childEnvironment(this.config.childEnvironment, tool)))
+    ) {
       throw new BuildFailure(
         'InvalidSpec',
         `${method} builds need the \`${tool}\` CLI, which is not installed on this machine; install it or use the Kubernetes runner, which supports ${method}`,
@@ -254,7 +283,7 @@ export class LocalRunner
       throw new BuildFailure('InvalidSpec', 'the project has no git repository to build from');
     }
     if (repository !== null) await this.checkout(build, repository, source, run);
-    if (run.cancelled) return;
+    if (run.cancelled) return { none: 'the build was cancelled' };
     const targets = pushTargets(build.spec.output, build.buildNumber);
 
     switch (plan.kind) {
@@ -273,7 +302,7 @@ export class LocalRunner
     run: ActiveRun,
     source: string,
     targets: string[],
-  ): Promise<void> {
+  ): Promise<Pushed> {
     if (plan.builder !== plan.requestedBuilder) {
       await this.say(
         build.id,
@@ -293,12 +322,13 @@ export class LocalRunner
       'pack',
       plan.env,
     );
-    if (run.cancelled) return;
-    if (result.code !== 0)
+    if (result.code !== 0 && !run.cancelled)
       throw new BuildFailure('BuildFailed', failureMessage(result.tail, result.code));
-    if (targets.length > 0) await this.say(build.id, `pushed ${image}`);
+    if (targets.length === 0 || run.cancelled) return { none: NOTHING_PUSHED };
+    await this.say(build.id, `pushed ${image}`);
     for (const tag of more)
       await this.say(build.id, `${tag} was not pushed: pack publishes one name per build`);
+    return { none: 'kiln does not learn the digest of the image pack publishes' };
   }
 
   private async runPacker(
@@ -306,7 +336,7 @@ export class LocalRunner
     plan: Extract<LocalPlan, { kind: 'packer' }>,
     run: ActiveRun,
     source: string,
-  ): Promise<void> {
+  ): Promise<Pushed> {
     await writeFile(join(source, plan.templateFile), plan.template);
     // `packer init` installs an HCL2 template's plugins; JSON templates have none to install.
     const commands: Array<'init' | 'validate' | 'build'> =
@@ -324,7 +354,7 @@ export class LocalRunner
         'packer',
         plan.env,
       );
-      if (run.cancelled) return;
+      if (run.cancelled) break;
       if (result.code !== 0) {
         throw new BuildFailure(
           command === 'build' ? 'BuildFailed' : 'InvalidSpec',
@@ -332,6 +362,7 @@ export class LocalRunner
         );
       }
     }
+    return { none: 'a packer build pushes no image kiln knows of' };
   }
 
   /** A path inside the checkout, refusing `..` escapes. */
@@ -350,7 +381,7 @@ export class LocalRunner
     dir: string,
     source: string,
     targets: string[],
-  ): Promise<void> {
+  ): Promise<Pushed> {
     const foreign = plan.platforms.filter((platform) => platform !== HOST_PLATFORM);
     if (foreign.length > 0) {
       throw new BuildFailure(
@@ -384,7 +415,7 @@ export class LocalRunner
       context,
     ];
     const built = await this.runChild(build.id, run, 'buildah', bud, 'build', source);
-    if (run.cancelled) return;
+    if (run.cancelled) return { none: 'the build was cancelled' };
     if (built.code !== 0)
       throw new BuildFailure('BuildFailed', failureMessage(built.tail, built.code));
 
@@ -393,8 +424,12 @@ export class LocalRunner
         build.id,
         `built ${image}; no registry configured, so the image stays on this machine`,
       );
+      return { none: NOTHING_PUSHED };
     }
-    for (const target of targets) {
+    // The steps run against the first target by digest (a tag may move): buildah says which.
+    const digestFile = join(dir, 'image.digest');
+    await rm(digestFile, { force: true });
+    for (const [index, target] of targets.entries()) {
       const registry = target.slice(0, target.indexOf('/'));
       const pushed = await this.runChild(
         build.id,
@@ -407,13 +442,14 @@ export class LocalRunner
           ...(this.config.localAuthFile === undefined
             ? []
             : ['--authfile', this.config.localAuthFile]),
+          ...(index === 0 ? ['--digestfile', digestFile] : []),
           image,
           `docker://${target}`,
         ],
         'push',
         dir,
       );
-      if (run.cancelled) return;
+      if (run.cancelled) return { none: 'the build was cancelled' };
       if (pushed.code !== 0) {
         throw new BuildFailure(
           'BuildFailed',
@@ -422,6 +458,152 @@ export class LocalRunner
       }
       await this.say(build.id, `pushed ${target}`);
     }
+    const digest = await readFile(digestFile, 'utf8').catch(() => '');
+    const reference = pushedImage('image-ref', `${targets[0]}@${digest.trim()}`);
+    return 'reference' in reference
+      ? reference
+      : { none: 'buildah did not say which digest it pushed' };
+  }
+
+  /**
+   * The steps after the image (ADR 0019) on this machine: the build's SBOM tool, then its scanner,
+   * each against the pushed digest when its CLI is on PATH. What a tool writes goes to
+   * BuildArtifacts; a tool that fails, or a document kiln refuses, is said in the log and does
+   * not fail the build (the scan policy, checked afterwards, may).
+   */
+  private async runSteps(build: RunnableBuild, run: ActiveRun, pushed: Pushed): Promise<void> {
+    const { sbomTool: sbom, scanTool: scan } = build.spec;
+    if (sbom === null && scan === null) return;
+    if ('none' in pushed) {
+      const what = [
+        sbom === null ? undefined : `SBOM (${sbom})`,
+        scan === null ? undefined : `scan (${scan})`,
+      ].filter((part) => part !== undefined);
+      await this.say(
+        build.id,
+        `the ${what.join(' and ')} step${what.length > 1 ? 's are' : ' is'} skipped: ${what.length > 1 ? 'they need' : 'it needs'} a pushed image, and ${pushed.none}`,
+      );
+      return;
+    }
+    const dir = join(this.buildDir(build.id), 'steps');
+    await mkdir(dir, { recursive: true });
+    const registry = pushed.reference.slice(0, pushed.reference.indexOf('/'));
+    const insecure = this.config.localInsecureRegistries.includes(registry);
+    if (sbom !== null) {
+      const out = join(dir, 'sbom.json');
+      await this.runStep(build, run, 'sbom', sbomTool(sbom, insecure, out), pushed.reference, out);
+    }
+    if (scan === null || run.cancelled || run.timedOut) return;
+    if (scan === 'clair' && this.stepSettings.clairUrl === undefined) {
+      await this.say(
+        build.id,
+        'the scan step is skipped: clair needs KILN_CLAIR_URL, which is not set',
+      );
+      return;
+    }
+    const out = join(dir, 'scan.json');
+    const tool = scanTool(scan, insecure, this.stepSettings, out);
+    if ('skip' in tool) await this.say(build.id, tool.skip);
+    else await this.runStep(build, run, 'scan', tool, pushed.reference, out);
+  }
+
+  /** One step: its CLI against `reference`, then what it wrote at `out` handed to BuildArtifacts. */
+  private async runStep(
+    build: RunnableBuild,
+    run: ActiveRun,
+    kind: ArtifactKind,
+    tool: StepTool,
+    reference: string,
+    out: string,
+  ): Promise<void> {
+    const label = kind === 'sbom' ? 'SBOM' : 'scan';
+    const [path = '', ...rest] = tool.argv;
+    const command = basename(path);
+    const env = stepEnvironment(this.config.childEnvironment, tool);
+    if (!(await onPath(command, env))) {
+      await this.say(
+        build.id,
+        `the ${label} step is skipped: ${command} is not installed on this machine (kiln looked on PATH)`,
+      );
+      return;
+    }
+    const args = rest.map((arg) =>
+      arg.endsWith(IMAGE_MARKER) ? arg.slice(0, -IMAGE_MARKER.length) + reference : arg,
+    );
+    await rm(out, { force: true });
+    await this.say(build.id, `the ${label} step runs ${command} against ${reference}`);
+    // A tool that prints its document: the shell sends its stdout to the file, its stderr to the log.
+    const [file, argv] =
+      tool.stdout === true
+        ? ['sh', ['-c', 'exec "$@" > "$0"', out, command, ...args]]
+        : [command, args];
+    const dir = this.buildDir(build.id);
+    const exit = await this.spawnChild(build.id, run, file, argv, kind, dir, undefined, env);
+    if (run.cancelled || run.timedOut) return;
+    const failed = exit.outputLimitReached
+      ? `${command} printed more than ${OUTPUT_LIMIT_FACTOR} × KILN_LOG_MAX_BYTES_PER_BUILD bytes and was stopped`
+      : exit.code !== 0 && exit.code !== tool.okExit
+        ? `${command} exited with ${exit.code === null ? `signal ${exit.signal}` : `code ${exit.code}`}`
+        : undefined;
+    if (failed !== undefined) {
+      await this.say(
+        build.id,
+        `the ${label} step failed: ${failed}; nothing from it is stored`,
+        'WARN',
+      );
+      return;
+    }
+    const body = await this.readDocument(out);
+    if (body === undefined) {
+      await this.say(
+        build.id,
+        `the ${label} step failed: ${command} wrote no document; nothing from it is stored`,
+        'WARN',
+      );
+      return;
+    }
+    try {
+      await this.artifacts.receive(build.id, kind, body);
+    } catch (error) {
+      // Not a database outage nor a bug: kiln looked at the document and said no.
+      if (!(error instanceof KilnError)) throw error;
+      await this.say(
+        build.id,
+        `kiln did not store the ${label} from ${command}: ${error.message}`,
+        'WARN',
+      );
+    }
+  }
+
+  /** The first KILN_ARTIFACT_MAX_BYTES of a step's document and its size; undefined when none. */
+  private async readDocument(file: string): Promise<ReceivedBody | undefined> {
+    const handle = await open(file, 'r').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (handle === undefined) return undefined;
+    try {
+      const { size } = await handle.stat();
+      if (size === 0) return undefined;
+      const buffer = Buffer.alloc(Math.min(size, this.artifacts.maxBytes));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      return { bytes: buffer.subarray(0, bytesRead), receivedBytes: size };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * The scan policy gate, as the operator asks it before a build succeeds: findings past the
+   * policy, or no scan to show it holds, fail the build with PolicyViolation (the image stays
+   * pushed). Without a policy there is nothing to ask.
+   */
+  private async enforceScanPolicy(build: RunnableBuild): Promise<void> {
+    if (scanPolicyOf(build.spec)?.fail_on === undefined) return;
+    const record = await this.lifecycle.find(build.id);
+    if (record === undefined) return; // deleted while it ran: nothing left to decide
+    const verdict = await this.artifacts.gate(record);
+    if (!verdict.pass) throw new BuildFailure('PolicyViolation', verdict.message);
   }
 
   private async checkout(
@@ -471,6 +653,7 @@ export class LocalRunner
     }
   }
 
+  /** A step of the build proper: output past the limit fails the build. */
   private async runChild(
     buildId: string,
     run: ActiveRun,
@@ -480,16 +663,37 @@ export class LocalRunner
     cwd: string,
     format: BuilderFormat | undefined = tool === 'buildah' ? 'buildah' : undefined,
     declared: Readonly<Record<string, string>> = {},
-  ) {
+  ): Promise<ChildExit> {
+    const env = childEnvironment(this.config.childEnvironment, tool, declared);
+    const exit = await this.spawnChild(buildId, run, tool, args, container, cwd, format, env);
+    if (exit.outputLimitReached && !run.cancelled) {
+      throw new BuildFailure(
+        'BuildFailed',
+        `${tool} printed more than ${OUTPUT_LIMIT_FACTOR * this.config.logMaxBytesPerBuild} bytes of output, so kiln stopped the build (the limit is ${OUTPUT_LIMIT_FACTOR} × KILN_LOG_MAX_BYTES_PER_BUILD)`,
+      );
+    }
+    return exit;
+  }
+
+  /** Runs a child the way cancel and the timeout can stop it, its output going to the log. */
+  private async spawnChild(
+    buildId: string,
+    run: ActiveRun,
+    command: string,
+    args: string[],
+    container: string,
+    cwd: string,
+    format: BuilderFormat | undefined,
+    env: Readonly<Record<string, string>>,
+  ): Promise<ChildExit> {
     if (run.timedOut) throw new BuildFailure('TimedOut', 'timed out');
-    const maxOutputBytes = OUTPUT_LIMIT_FACTOR * this.config.logMaxBytesPerBuild;
-    const child = new ChildRun(tool, args, {
+    const child = new ChildRun(command, args, {
       cwd,
       container,
       format,
-      env: childEnvironment(this.config.childEnvironment, tool, declared),
+      env,
       spool: join(this.buildDir(buildId), 'output.spool'),
-      maxOutputBytes,
+      maxOutputBytes: OUTPUT_LIMIT_FACTOR * this.config.logMaxBytesPerBuild,
       onLines: async (lines) => {
         await this.sink.append(buildId, lines);
       },
@@ -503,12 +707,6 @@ export class LocalRunner
     }
     if (exit.incomplete !== undefined)
       this.logger.warn({ build_id: buildId, reason: exit.incomplete }, 'build output incomplete');
-    if (exit.outputLimitReached && !run.cancelled) {
-      throw new BuildFailure(
-        'BuildFailed',
-        `${tool} printed more than ${maxOutputBytes} bytes of output, so kiln stopped the build (the limit is ${OUTPUT_LIMIT_FACTOR} × KILN_LOG_MAX_BYTES_PER_BUILD)`,
-      );
-    }
     return exit;
   }
 
@@ -541,6 +739,8 @@ export class LocalRunner
     try {
       await rm(join(dir, 'source'), { recursive: true, force: true });
       await rm(join(dir, 'run'), { recursive: true, force: true });
+      await rm(join(dir, 'steps'), { recursive: true, force: true });
+      await rm(join(dir, 'image.digest'), { force: true });
     } catch (error) {
       this.logger.warn({ err: error, build_id: buildId }, 'could not clean up a local build');
     }
@@ -549,10 +749,10 @@ export class LocalRunner
   private async say(
     buildId: string,
     text: string,
-    level: 'INFO' | 'ERROR' = 'INFO',
+    level: 'INFO' | 'WARN' | 'ERROR' = 'INFO',
   ): Promise<void> {
     await this.sink.append(buildId, [
-      { text: `${level === 'ERROR' ? 'ERROR: ' : ''}[kiln] ${text}`, container: 'kiln' },
+      { text: `${level === 'INFO' ? '' : `${level}: `}[kiln] ${text}`, container: 'kiln' },
     ]);
   }
 }
@@ -577,16 +777,39 @@ function failureMessage(tail: readonly string[], code: number | null): string {
   return text === '' ? `exited with code ${code}` : text;
 }
 
-async function onPath(
-  tool: ChildTool,
-  inherited: Readonly<Record<string, string>>,
-): Promise<boolean> {
+/** Whether `command` is on the PATH of `env`. */
+async function onPath(command: string, env: Readonly<Record<string, string>>): Promise<boolean> {
   try {
-    await execFileAsync('sh', ['-c', 'command -v "$1"', 'sh', tool], {
-      env: childEnvironment(inherited, tool),
-    });
+    await execFileAsync('sh', ['-c', 'command -v "$1"', 'sh', command], { env });
     return true;
   } catch {
     return false;
   }
+}
+
+/**
+ * The environment of an SBOM or scan CLI: what every child of kiln gets (the allowlist and
+ * LC_ALL=C, as for git, which has no settings of its own) and the tool's own settings from
+ * steps.ts; never the build's declared variables.
+ */
+function stepEnvironment(
+  inherited: Readonly<Record<string, string>>,
+  tool: StepTool,
+): Record<string, string> {
+  return { ...childEnvironment(inherited, 'git'), ...tool.env };
+}
+
+/**
+ * The operator's step settings as this machine has them: the CLIs on PATH stand in for the step
+ * images; clair needs KILN_CLAIR_URL; snyk reads its token from its own configuration (`snyk
+ * auth`), so there is no Secret to name and the token counts as present.
+ */
+function localStepSettings(config: KilnConfig): StepSettings {
+  const { clairUrl } = config.operatorSteps;
+  return {
+    sbomImages: { syft: 'syft', grype: 'grype', trivy: 'trivy' },
+    scanImages: { trivy: 'trivy', clair: 'clairctl', grype: 'grype', snyk: 'snyk' },
+    ...(clairUrl === undefined ? {} : { clairUrl }),
+    snykToken: { secret: 'snyk-cli-configuration', key: 'token' },
+  };
 }

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { ObjectStore, StoredEvent } from './store.js';
 import { clone, isObject, type JsonObject, type KubeObject } from './types.js';
@@ -54,6 +57,27 @@ export interface ContainerScript {
    * is killed (137), the pod goes Failed with `status.reason: Evicted` and `message`.
    */
   evict?: true | { afterLines?: number; message?: string };
+  /**
+   * Runs after the lines, as the container's own program would (real code: the test decides):
+   * it sees the container's resolved environment (values, Secret and ConfigMap keys, as the
+   * real kubelet resolves them) and its volume mounts as host directories (each emptyDir one
+   * directory per pod, shared by its containers; Secret and ConfigMap volumes written out as
+   * files). What it returns is printed, and its exit code ends the container.
+   */
+  run?: (context: ContainerRunContext) => Promise<{ lines?: string[]; exitCode?: number }>;
+}
+
+/** What a `run` hook sees of its container. */
+export interface ContainerRunContext {
+  readonly namespace: string;
+  readonly pod: string;
+  readonly container: string;
+  readonly command: readonly string[];
+  readonly args: readonly string[];
+  /** Unresolvable references (a missing Secret or key) are left out, as `optional: true` would. */
+  readonly env: Readonly<Record<string, string>>;
+  /** mountPath → host directory. */
+  readonly mounts: Readonly<Record<string, string>>;
 }
 
 export const DEFAULT_EVICTION_MESSAGE =
@@ -173,6 +197,8 @@ interface PodRun {
   killed?: 'deleted' | 'evicted';
   evictionMessage?: string;
   done: boolean;
+  /** Host directories of the pod's volumes, made when a `run` hook first needs them. */
+  volumesDir?: string;
 }
 
 export interface FakeKubeletOptions {
@@ -434,6 +460,7 @@ export class FakeKubelet {
       }
     } finally {
       run.done = true;
+      if (run.volumesDir !== undefined) rmSync(run.volumesDir, { recursive: true, force: true });
     }
   }
 
@@ -526,6 +553,7 @@ export class FakeKubelet {
     });
     if (!init) this.markReadyIfAllRunning(run);
     const startMs = Date.now();
+    let hookExit: number | undefined;
     if (!script) {
       await this.sleep(run, this.options.unknownImageRunMs);
     } else {
@@ -580,17 +608,20 @@ export class FakeKubelet {
         const s = summarize(printed);
         log([crcLine(s.lines, s.bytes, s.crc32)]);
       }
+      if (script.run !== undefined) {
+        const outcome = await script.run(this.runContext(run, container));
+        log(outcome.lines ?? []);
+        if (outcome.exitCode !== undefined) hookExit = outcome.exitCode;
+      }
       const left = (script.runMs ?? 0) - (Date.now() - startMs);
       if (left > 0) await this.sleep(run, left);
       if (script.hang) await this.sleep(run, 2 ** 31 - 1);
     }
     if (run.abort.signal.aborted) throw new Cancelled();
+    const exitCode = hookExit ?? script?.exitCode ?? 0;
     const result: Termination = script?.oomKilled
       ? { exitCode: 137, reason: 'OOMKilled' }
-      : {
-          exitCode: script?.exitCode ?? 0,
-          reason: (script?.exitCode ?? 0) === 0 ? 'Completed' : 'Error',
-        };
+      : { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' };
     // Init containers report their termination here; main containers all at once in finish().
     if (init)
       setState(init, name, {
@@ -606,6 +637,74 @@ export class FakeKubelet {
         },
       });
     return result;
+  }
+
+  /** The environment and mounts a `run` hook sees (see ContainerRunContext). */
+  private runContext(run: PodRun, container: JsonObject): ContainerRunContext {
+    const pod = this.host.store.get(PODS, run.namespace, run.name);
+    const spec = obj(pod?.spec);
+    run.volumesDir ??= mkdtempSync(join(tmpdir(), 'kiln-double-volumes-'));
+    const root = run.volumesDir;
+    const volumes = new Map(list(spec.volumes).map((v) => [str(v.name), v]));
+    const read = (kind: 'secrets' | 'configmaps', name: string): JsonObject => {
+      const object = this.host.store.get(`/${kind}`, run.namespace, name);
+      if (object === undefined) return {};
+      const data = obj((object as unknown as JsonObject).data);
+      return kind === 'secrets'
+        ? Object.fromEntries(
+            Object.entries(data).map(([k, v]) => [
+              k,
+              Buffer.from(str(v), 'base64').toString('utf8'),
+            ]),
+          )
+        : data;
+    };
+    const env: Record<string, string> = {};
+    for (const variable of list(container.env)) {
+      const from = obj(variable.valueFrom);
+      if (typeof variable.value === 'string') env[str(variable.name)] = variable.value;
+      else if (isObject(from.secretKeyRef) || isObject(from.configMapKeyRef)) {
+        const secret = isObject(from.secretKeyRef);
+        const ref = obj(secret ? from.secretKeyRef : from.configMapKeyRef);
+        const value = read(secret ? 'secrets' : 'configmaps', str(ref.name))[str(ref.key)];
+        if (typeof value === 'string') env[str(variable.name)] = value;
+      }
+    }
+    const mounts: Record<string, string> = {};
+    for (const mount of list(container.volumeMounts)) {
+      const name = str(mount.name);
+      const dir = join(root, name);
+      const volume = volumes.get(name);
+      mkdirSync(dir, { recursive: true });
+      const source = isObject(volume?.secret)
+        ? { kind: 'secrets' as const, ref: obj(volume.secret), nameKey: 'secretName' }
+        : isObject(volume?.configMap)
+          ? { kind: 'configmaps' as const, ref: obj(volume.configMap), nameKey: 'name' }
+          : undefined;
+      if (source !== undefined) {
+        const data = read(source.kind, str(source.ref[source.nameKey]));
+        const items = list(source.ref.items);
+        const files =
+          items.length > 0
+            ? items.map((item) => [str(item.path), data[str(item.key)]] as const)
+            : Object.entries(data);
+        for (const [path, value] of files) {
+          if (typeof value !== 'string') continue;
+          mkdirSync(join(dir, path, '..'), { recursive: true });
+          writeFileSync(join(dir, path), value);
+        }
+      }
+      mounts[str(mount.mountPath)] = dir;
+    }
+    return {
+      namespace: run.namespace,
+      pod: run.name,
+      container: str(container.name),
+      command: list(container.command).map(String),
+      args: (Array.isArray(container.args) ? container.args : []).map(String),
+      env,
+      mounts,
+    };
   }
 
   private markReadyIfAllRunning(run: PodRun): void {

@@ -1,0 +1,134 @@
+import { Controller, Get, HttpCode, Param, Put, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
+import { Public, RequirePermission } from '../auth/require-permission.decorator.js';
+import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
+import { PayloadTooLargeError } from '../common/errors.js';
+import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
+import { UuidParamPipe } from '../common/uuid-param.pipe.js';
+import type { ArtifactKind } from './artifacts.repository.js';
+import { ScanDto, SbomDto } from './artifacts.dto.js';
+import {
+  BuildArtifacts,
+  type ReceivedBody,
+  type SbomView,
+  type ScanView,
+} from './build-artifacts.js';
+
+const UPLOAD_DESCRIPTION =
+  "Used by the build's own pod, not by people: the body is the tool's JSON output " +
+  '(Content-Type application/json), the bearer token the upload token kiln minted for this build and this kind ' +
+  '(never an access token; it expires at the Job deadline). Accepted while the build runs. 401: no token, or an ' +
+  'unknown or expired one; 403: a token of another build or kind; 409: the build is not running.';
+
+/**
+ * The SBOM and scan results of a build: served to users with `build:read`, uploaded by the
+ * build's pod with its upload token (DESIGN.md, "Steps after the image").
+ */
+@ApiTags('builds')
+@ApiTenantScoped()
+@Controller('builds')
+export class ArtifactsController {
+  constructor(private readonly artifacts: BuildArtifacts) {}
+
+  @Get(':id/sbom')
+  @RequirePermission('build:read')
+  @ApiOperation({
+    summary: "The build's SBOM",
+    description:
+      'The SPDX or CycloneDX JSON document the SBOM step wrote for the pushed image. 404 until it is stored.',
+  })
+  @ApiErrors(200, { type: SbomDto }, [400, 401, 403, 404, 429])
+  sbom(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<SbomView> {
+    return this.artifacts.sbom(tenant.tenantId, id);
+  }
+
+  @Get(':id/scan')
+  @RequirePermission('build:read')
+  @ApiOperation({
+    summary: "The build's vulnerability findings",
+    description:
+      "The scanner's findings in one shape whatever the scanner, a count per severity and the scan policy's verdict. 404 until they are stored.",
+  })
+  @ApiErrors(200, { type: ScanDto }, [400, 401, 403, 404, 429])
+  scan(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<ScanView> {
+    return this.artifacts.scan(tenant.tenantId, id);
+  }
+}
+
+/** The build pod's uploads, authenticated by its upload token rather than a user's. */
+@ApiTags('builds')
+@Controller('builds')
+export class ArtifactUploadsController {
+  constructor(private readonly artifacts: BuildArtifacts) {}
+
+  @Put(':id/sbom')
+  @Public()
+  @HttpCode(204)
+  @ApiBearerAuth()
+  @ApiOperation({
+    summary: "Upload the build's SBOM (the build pod)",
+    description: UPLOAD_DESCRIPTION,
+  })
+  @ApiBody({ schema: { type: 'object' } })
+  @ApiErrors(204, { description: 'Stored' }, [400, 401, 403, 404, 409, 413, 429])
+  uploadSbom(@Param('id', UuidParamPipe) id: string, @Req() request: Request): Promise<void> {
+    return this.upload(id, 'sbom', request);
+  }
+
+  @Put(':id/scan')
+  @Public()
+  @HttpCode(204)
+  @ApiBearerAuth()
+  @ApiOperation({
+    summary: "Upload the build's scan report (the build pod)",
+    description: UPLOAD_DESCRIPTION,
+  })
+  @ApiBody({ schema: { type: 'object' } })
+  @ApiErrors(204, { description: 'Stored' }, [400, 401, 403, 404, 409, 413, 429])
+  uploadScan(@Param('id', UuidParamPipe) id: string, @Req() request: Request): Promise<void> {
+    return this.upload(id, 'scan', request);
+  }
+
+  private async upload(id: string, kind: ArtifactKind, request: Request): Promise<void> {
+    // The token is checked before a byte of the body is read.
+    await this.artifacts.authorizeUpload(id, kind, request.headers.authorization);
+    const body = await readBody(request, this.artifacts.maxBytes, kind === 'scan');
+    await this.artifacts.receive(id, kind, body);
+  }
+}
+
+/**
+ * Reads an upload (the JSON body parser leaves upload routes alone, see json-body.ts): keeps the
+ * first `keep` bytes and counts the rest, so an SBOM over the cap is stored truncated; with
+ * `refuseOver`, a body over the cap is a 413 as soon as it passes it.
+ */
+async function readBody(
+  request: Request,
+  keep: number,
+  refuseOver: boolean,
+): Promise<ReceivedBody> {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let received = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    received += chunk.length;
+    if (received > keep && refuseOver) {
+      throw new PayloadTooLargeError(
+        `The scan report is larger than ${keep} bytes (KILN_ARTIFACT_MAX_BYTES)`,
+      );
+    }
+    if (kept < keep) {
+      const part = chunk.subarray(0, keep - kept);
+      chunks.push(part);
+      kept += part.length;
+    }
+  }
+  return { bytes: Buffer.concat(chunks), receivedBytes: received };
+}

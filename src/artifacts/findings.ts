@@ -1,0 +1,396 @@
+/*
+ * A scanner's report, normalised to one list of findings whatever the scanner, and how each
+ * scanner is told to write that report.
+ *
+ * Decisions (tested in findings.spec.ts):
+ * - A finding needs an id and a package; an entry without either makes the whole report unusable
+ *   (the problem names the entry), because a finding nobody can identify cannot be ignored or fixed.
+ * - A missing version is "" (trivy omits an empty InstalledVersion); a missing or empty fixed
+ *   version is null; several fixed versions are joined with ", " (trivy's own style).
+ * - A missing or unrecognised severity is 'unknown', the lowest: only `fail_on: unknown` counts it.
+ * - The same id in the same package and version is one finding (snyk lists one per dependency
+ *   path): the more severe severity and the first fixed version win.
+ * - Findings are sorted by severity (critical first), then id, package and version.
+ */
+import { isPlainObject, type Json } from '../build-methods/fields.js';
+import {
+  CLAIR_URL_PLACEHOLDER,
+  IMAGE_PLACEHOLDER,
+  OUTPUT_PLACEHOLDER,
+  type ToolCommand,
+} from './tool-command.js';
+
+/** Most severe first; the order fail_on compares in. */
+export const SEVERITIES = ['critical', 'high', 'medium', 'low', 'negligible', 'unknown'] as const;
+export type Severity = (typeof SEVERITIES)[number];
+
+export type Scanner = 'trivy' | 'grype' | 'clair' | 'snyk';
+
+/** One vulnerability in one installed package, the same shape whatever the scanner. */
+export interface Finding {
+  /** CVE-…, GHSA-…, or the scanner's own id (SNYK-…, RHSA-…). */
+  readonly id: string;
+  readonly package: string;
+  readonly version: string;
+  readonly fixed_version: string | null;
+  readonly severity: Severity;
+}
+
+/**
+ * The scan step per scanner. None is given a threshold flag: kiln's policy gate decides from the
+ * findings, so a scanner's exit code only says whether its report is complete.
+ */
+export const SCAN_COMMANDS = {
+  trivy: {
+    argv: ['trivy', 'image', '--format', 'json', '--output', OUTPUT_PLACEHOLDER, IMAGE_PLACEHOLDER],
+    stdout: false,
+    okExitCodes: [0],
+    exitCodes: '0 even when vulnerabilities are found (non-zero on findings only with --exit-code)',
+    docs: [
+      'https://trivy.dev/latest/docs/configuration/reporting/',
+      'https://trivy.dev/latest/docs/configuration/others/',
+    ],
+  },
+  grype: {
+    argv: ['grype', `registry:${IMAGE_PLACEHOLDER}`, '-o', 'json', '--file', OUTPUT_PLACEHOLDER],
+    stdout: false,
+    okExitCodes: [0],
+    exitCodes:
+      '0 even when vulnerabilities are found; with --fail-on 1 (2 in newer releases), and 1 on ' +
+      'errors too in v0.78 (grype#1922)',
+    docs: [
+      'https://github.com/anchore/grype/blob/main/cmd/grype/cli/options/grype.go',
+      'https://github.com/anchore/grype/issues/1922',
+    ],
+  },
+  // `--host` and `--out` belong to the `report` subcommand, not to clairctl itself; the JSON is
+  // Clair v4's VulnerabilityReport, written to stdout.
+  clair: {
+    argv: [
+      'clairctl',
+      'report',
+      '--host',
+      CLAIR_URL_PLACEHOLDER,
+      '--out',
+      'json',
+      IMAGE_PLACEHOLDER,
+    ],
+    stdout: true,
+    okExitCodes: [0],
+    exitCodes: '0 when the report was printed; 1 on any error (clairctl has no severity threshold)',
+    docs: [
+      'https://github.com/quay/clair/blob/main/cmd/clairctl/report.go',
+      'https://github.com/quay/clair/blob/main/cmd/clairctl/main.go',
+    ],
+  },
+  // `--json-file-output` writes the JSON whether or not `--json` is given.
+  snyk: {
+    argv: [
+      'snyk',
+      'container',
+      'test',
+      IMAGE_PLACEHOLDER,
+      `--json-file-output=${OUTPUT_PLACEHOLDER}`,
+    ],
+    stdout: false,
+    okExitCodes: [0, 1],
+    exitCodes:
+      '0 no vulnerabilities; 1 vulnerabilities found (the report is complete); 2 failure, ' +
+      're-run; 3 no supported projects detected',
+    docs: [
+      'https://github.com/snyk/cli/blob/main/help/cli-commands/container-test.md',
+      'https://app.unpkg.com/snyk@1.1303.1/files/help/cli-commands/container-test.md',
+    ],
+  },
+} as const satisfies Record<Scanner, ToolCommand>;
+
+/** Normalises a scanner's JSON report: its findings (deduplicated, sorted), or why it is unusable. */
+export function normalizeFindings(
+  tool: Scanner,
+  text: string,
+): { findings: Finding[] } | { problem: string } {
+  if (text.trim() === '') return { problem: 'the report is empty' };
+  let report: unknown;
+  try {
+    report = JSON.parse(text);
+  } catch (error) {
+    return { problem: `not JSON: ${clip((error as Error).message)}` };
+  }
+  try {
+    return { findings: deduplicate(READERS[tool](report)).sort(compareFindings) };
+  } catch (error) {
+    if (error instanceof Unusable) return { problem: error.message };
+    throw error;
+  }
+}
+
+/** Findings per severity, every severity present (0 when none). */
+export function summarize(findings: readonly Finding[]): Record<Severity, number> {
+  const counts = Object.fromEntries(SEVERITIES.map((severity) => [severity, 0])) as Record<
+    Severity,
+    number
+  >;
+  for (const finding of findings) counts[finding.severity] += 1;
+  return counts;
+}
+
+/** True when `severity` is `threshold` or more severe. */
+export function isAtLeast(severity: Severity, threshold: Severity): boolean {
+  return SEVERITIES.indexOf(severity) <= SEVERITIES.indexOf(threshold);
+}
+
+/** Severity (critical first), then id, package and version. */
+export function compareFindings(a: Finding, b: Finding): number {
+  return (
+    SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity) ||
+    order(a.id, b.id) ||
+    order(a.package, b.package) ||
+    order(a.version, b.version)
+  );
+}
+
+/** Words the scanners use, lower-cased. Clair v2's Defcon1 sits above critical. */
+const SEVERITY_WORDS = new Map<string, Severity>([
+  ['defcon1', 'critical'],
+  ...SEVERITIES.map((severity) => [severity, severity] as const),
+]);
+
+function severityOf(value: unknown): Severity {
+  return typeof value === 'string'
+    ? (SEVERITY_WORDS.get(value.toLowerCase()) ?? 'unknown')
+    : 'unknown';
+}
+
+/** A report that cannot be read; the message names the entry and what is wrong with it. */
+class Unusable extends Error {}
+
+const READERS: Readonly<Record<Scanner, (report: unknown) => Finding[]>> = {
+  trivy: trivyFindings,
+  grype: grypeFindings,
+  clair: clairFindings,
+  snyk: snykFindings,
+};
+
+/**
+ * `trivy image --format json` (SchemaVersion 2, aquasecurity/trivy pkg/types/report.go):
+ * Results[].Vulnerabilities[]; a Result without Vulnerabilities has none.
+ */
+function trivyFindings(report: unknown): Finding[] {
+  if (Array.isArray(report)) {
+    throw new Unusable(
+      'this is the bare list trivy wrote before v0.20; kiln reads the SchemaVersion 2 report',
+    );
+  }
+  const root = objectAt(report, 'the report');
+  if (typeof root.SchemaVersion !== 'number') {
+    throw new Unusable('SchemaVersion is missing: not a trivy JSON report (trivy --format json)');
+  }
+  return listAt(root.Results, 'Results').flatMap((result, r) => {
+    const at = `Results[${r}].Vulnerabilities`;
+    return listAt(objectAt(result, `Results[${r}]`).Vulnerabilities, at).map((entry, v) => {
+      const path = `${at}[${v}]`;
+      const vulnerability = objectAt(entry, path);
+      return {
+        id: textAt(vulnerability.VulnerabilityID, `${path}.VulnerabilityID`),
+        package: textAt(vulnerability.PkgName, `${path}.PkgName`),
+        version: optionalText(vulnerability.InstalledVersion, `${path}.InstalledVersion`) ?? '',
+        fixed_version: optionalText(vulnerability.FixedVersion, `${path}.FixedVersion`) ?? null,
+        severity: severityOf(vulnerability.Severity),
+      };
+    });
+  });
+}
+
+/**
+ * `grype -o json` (anchore/grype grype/presenter/models): matches[] of vulnerability
+ * {id, severity, fix {versions, state}} and artifact {name, version}.
+ */
+function grypeFindings(report: unknown): Finding[] {
+  const root = objectAt(report, 'the report');
+  if (!Array.isArray(root.matches)) {
+    throw new Unusable('matches is missing: not a grype JSON report (grype -o json)');
+  }
+  return root.matches.map((entry: unknown, m) => {
+    const path = `matches[${m}]`;
+    const match = objectAt(entry, path);
+    const vulnerability = objectAt(match.vulnerability, `${path}.vulnerability`);
+    const artifact = objectAt(match.artifact, `${path}.artifact`);
+    return {
+      id: textAt(vulnerability.id, `${path}.vulnerability.id`),
+      package: textAt(artifact.name, `${path}.artifact.name`),
+      version: optionalText(artifact.version, `${path}.artifact.version`) ?? '',
+      fixed_version: grypeFix(vulnerability.fix, `${path}.vulnerability.fix`),
+      severity: severityOf(vulnerability.severity),
+    };
+  });
+}
+
+/** grype lists fixed versions only when fix.state is "fixed"; not-fixed and wont-fix list none. */
+function grypeFix(value: unknown, path: string): string | null {
+  if (value === undefined || value === null) return null;
+  return joinVersions(
+    listAt(objectAt(value, path).versions, `${path}.versions`),
+    `${path}.versions`,
+  );
+}
+
+/**
+ * `clairctl report --out json`: Clair v4's VulnerabilityReport (quay/claircore
+ * vulnerabilityreport.go). package_vulnerabilities maps a package id to vulnerability ids; the
+ * installed package's name and version come from packages, the id is the vulnerability's name.
+ * Go writes an empty map as null, so null maps are empty.
+ */
+function clairFindings(report: unknown): Finding[] {
+  if (report === null) {
+    throw new Unusable('clairctl printed null: Clair returned no vulnerability report');
+  }
+  const root = objectAt(report, 'the report');
+  if (typeof root.manifest_hash !== 'string') {
+    throw new Unusable('manifest_hash is missing: not a Clair v4 vulnerability report');
+  }
+  const packages = mapAt(root.packages, 'packages');
+  const vulnerabilities = mapAt(root.vulnerabilities, 'vulnerabilities');
+  const links = mapAt(root.package_vulnerabilities, 'package_vulnerabilities');
+  return Object.entries(links).flatMap(([packageId, ids]) => {
+    const at = `package_vulnerabilities.${packageId}`;
+    const pkg = objectAt(entryOf(packages, packageId, at, 'packages'), `packages.${packageId}`);
+    return listAt(ids, at).map((id, i) => {
+      if (typeof id !== 'string' && typeof id !== 'number') {
+        throw new Unusable(`${at}[${i}] must be a vulnerability id`);
+      }
+      const key = String(id);
+      const path = `vulnerabilities.${key}`;
+      const vulnerability = objectAt(entryOf(vulnerabilities, key, at, 'vulnerabilities'), path);
+      return {
+        id:
+          optionalText(vulnerability.name, `${path}.name`) ??
+          textAt(vulnerability.id, `${path}.id`),
+        package: textAt(pkg.name, `packages.${packageId}.name`),
+        version: optionalText(pkg.version, `packages.${packageId}.version`) ?? '',
+        fixed_version:
+          optionalText(vulnerability.fixed_in_version, `${path}.fixed_in_version`) ?? null,
+        severity: severityOf(vulnerability.normalized_severity),
+      };
+    });
+  });
+}
+
+/**
+ * `snyk container test --json` (or --json-file-output): an object with vulnerabilities[], with
+ * the image's application results under applications[] (snyk/cli#3417), or an array of such
+ * objects (several projects, snyk/cli#2469). packageName is the source package snyk groups by;
+ * license issues are not vulnerabilities and are left out.
+ */
+function snykFindings(report: unknown): Finding[] {
+  return Array.isArray(report)
+    ? report.flatMap((result: unknown, r) => snykResult(result, `[${r}]`))
+    : snykResult(report, '');
+}
+
+function snykResult(value: unknown, at: string): Finding[] {
+  const result = objectAt(value, at === '' ? 'the report' : at);
+  const field = (name: string): string => (at === '' ? name : `${at}.${name}`);
+  if (!Array.isArray(result.vulnerabilities)) {
+    if (typeof result.error === 'string') {
+      throw new Unusable(`snyk reported an error: ${clip(result.error)}`);
+    }
+    throw new Unusable(`${field('vulnerabilities')} is missing: not snyk container test JSON`);
+  }
+  const own = result.vulnerabilities.flatMap((entry: unknown, v) => {
+    const path = `${field('vulnerabilities')}[${v}]`;
+    const vulnerability = objectAt(entry, path);
+    if (vulnerability.type === 'license') return [];
+    return [
+      {
+        id: textAt(vulnerability.id, `${path}.id`),
+        package:
+          optionalText(vulnerability.packageName, `${path}.packageName`) ??
+          textAt(vulnerability.name, `${path}.name`),
+        version: optionalText(vulnerability.version, `${path}.version`) ?? '',
+        fixed_version:
+          joinVersions(listAt(vulnerability.fixedIn, `${path}.fixedIn`), `${path}.fixedIn`) ??
+          optionalText(vulnerability.nearestFixedInVersion, `${path}.nearestFixedInVersion`) ??
+          null,
+        severity: severityOf(vulnerability.severity),
+      },
+    ];
+  });
+  const applications = listAt(result.applications, field('applications')).flatMap(
+    (application: unknown, a) => snykResult(application, `${field('applications')}[${a}]`),
+  );
+  return [...own, ...applications];
+}
+
+/** One finding per id, package and version: the most severe severity, the first fixed version. */
+function deduplicate(findings: readonly Finding[]): Finding[] {
+  const byKey = new Map<string, Finding>();
+  for (const finding of findings) {
+    const key = JSON.stringify([finding.id, finding.package, finding.version]);
+    const seen = byKey.get(key);
+    byKey.set(
+      key,
+      seen === undefined
+        ? finding
+        : {
+            ...seen,
+            severity: isAtLeast(seen.severity, finding.severity) ? seen.severity : finding.severity,
+            fixed_version: seen.fixed_version ?? finding.fixed_version,
+          },
+    );
+  }
+  return [...byKey.values()];
+}
+
+function objectAt(value: unknown, path: string): Json {
+  if (!isPlainObject(value)) throw new Unusable(`${path} must be an object`);
+  return value;
+}
+
+/** An optional list: absent or null is empty. */
+function listAt(value: unknown, path: string): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new Unusable(`${path} must be an array`);
+  return value;
+}
+
+/** An optional map keyed by id: absent or null is empty. */
+function mapAt(value: unknown, path: string): Json {
+  if (value === undefined || value === null) return {};
+  return objectAt(value, path);
+}
+
+/** A map's own entry (never an inherited property such as "constructor"). */
+function entryOf(map: Json, key: string, from: string, mapName: string): unknown {
+  if (!Object.hasOwn(map, key)) throw new Unusable(`${from} names ${key}, which ${mapName} lacks`);
+  return map[key];
+}
+
+/** A required, non-empty string. */
+function textAt(value: unknown, path: string): string {
+  const text = optionalText(value, path);
+  if (text === undefined) throw new Unusable(`${path} is missing`);
+  return text;
+}
+
+/** An optional string: absent, null and "" are undefined. */
+function optionalText(value: unknown, path: string): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new Unusable(`${path} must be a string`);
+  return value;
+}
+
+/** Non-empty versions joined with ", ", or null when there are none. */
+function joinVersions(values: readonly unknown[], path: string): string | null {
+  const versions = values
+    .map((value, i) => optionalText(value, `${path}[${i}]`))
+    .filter((version) => version !== undefined);
+  return versions.length === 0 ? null : versions.join(', ');
+}
+
+function order(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function clip(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

@@ -1,0 +1,417 @@
+import { posix } from 'node:path';
+
+import type {
+  V1Container,
+  V1EnvVar,
+  V1SecurityContext,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+
+import type { PushedImageFormat } from '../steps/pushed-image.js';
+import type { BuildSpec } from './build-spec.js';
+import { SCAN_COMMANDS } from '../artifacts/findings.js';
+import { SBOM_COMMANDS } from '../artifacts/sbom-document.js';
+import {
+  CLAIR_URL_PLACEHOLDER,
+  OUTPUT_PLACEHOLDER,
+  type ToolCommand,
+} from '../artifacts/tool-command.js';
+import type { SbomTool, ScanTool } from './types.js';
+
+/**
+ * The steps after the image inside a build's pod (DESIGN.md "Steps after the image",
+ * docs/adr/0019-build-steps-and-artifacts.md). Pure, like every method's jobSpec: `jobOf` asks
+ * `stepsOf` for them once the method's builder is known. In order, as init containers after the
+ * builder (init containers run one after another, and a later one starts only when the one before
+ * it succeeded):
+ *
+ * 1. `image-ref` (kiln's image): reads what the builder wrote about the image it pushed and writes
+ *    `name@sha256:…` to OUT_DIR/image.
+ * 2. `sbom` (the chosen SBOM tool's image): writes OUT_DIR/sbom.json against that digest.
+ * 3. `scan` (the chosen scanner's image): writes OUT_DIR/scan.json against that digest.
+ *
+ * and then, as the pod's one container, `upload` (kiln's image): PUTs both files to kiln with the
+ * build's upload tokens, read from the build's Secret. A tool that fails is said in the log and
+ * its file is not uploaded; it does not fail the build (a scan policy does, when it is set and no
+ * scan was stored). An upload kiln refuses, or one that cannot reach kiln, fails the build.
+ */
+
+/** The shared directory of the steps (an emptyDir): builder output, image, sbom.json, scan.json. */
+export const OUT_DIR = '/kiln/out';
+export const OUT_VOLUME = 'kiln-out';
+/** Step containers' writable scratch (HOME, TMPDIR, tool caches such as trivy's database). */
+export const STEP_TMP_VOLUME = 'step-tmp';
+/** Where a step's registry credentials (the builder's Secret) are mounted. */
+export const STEP_DOCKER_CONFIG = '/kiln/docker';
+
+export const STEP_CONTAINERS = {
+  imageRef: 'image-ref',
+  sbom: 'sbom',
+  scan: 'scan',
+  upload: 'upload',
+} as const;
+
+/** Keys of the build's Secret the upload step reads its tokens from. */
+export const UPLOAD_TOKEN_PREFIX = 'upload-token.';
+export const UPLOAD_TOKEN_KEYS = {
+  sbom: `${UPLOAD_TOKEN_PREFIX}sbom`,
+  scan: `${UPLOAD_TOKEN_PREFIX}scan`,
+} as const;
+
+/**
+ * The script the SBOM and scan containers run with `/bin/sh -c`: a constant. The tool's argv
+ * follows as positional parameters; an argument ending in `@IMAGE@` gets the pushed reference
+ * (read from a file the image-ref step wrote) in its place, as one argument, never as text of the
+ * script. The tool's exit code is kept in the log; the step itself always succeeds.
+ */
+export const STEP_SCRIPT = [
+  'set -u',
+  'out="$KILN_STEP_OUTPUT"',
+  `if [ ! -s ${OUT_DIR}/image ]; then`,
+  `  printf 'kiln: no pushed image is known: the %s step is skipped\\n' "$KILN_STEP_NAME"`,
+  '  exit 0',
+  'fi',
+  `ref="$(cat ${OUT_DIR}/image)"`,
+  'for arg do',
+  '  shift',
+  '  case "$arg" in',
+  '    *@IMAGE@) set -- "$@" "${arg%@IMAGE@}$ref" ;;',
+  '    *) set -- "$@" "$arg" ;;',
+  '  esac',
+  'done',
+  'rm -f "$out"',
+  `printf 'kiln: %s step: %s\\n' "$KILN_STEP_NAME" "$*"`,
+  'if [ -n "${KILN_STEP_STDOUT:-}" ]; then "$@" > "$out"; else "$@"; fi',
+  'status=$?',
+  'if [ "$status" -ne 0 ] && [ "$status" -ne "${KILN_STEP_OK_EXIT:-0}" ]; then',
+  `  printf 'kiln: the %s step failed (exit %s); nothing from it is uploaded\\n' "$KILN_STEP_NAME" "$status"`,
+  '  rm -f "$out"',
+  'fi',
+  'exit 0',
+].join('\n');
+
+/** How one tool is run in its container: its argv (`@IMAGE@` marks the reference) and more. */
+export interface StepTool {
+  readonly argv: readonly string[];
+  /** The tool writes its document to stdout (the script redirects it to the output file). */
+  readonly stdout: boolean;
+  /** An exit code besides 0 that still means "done" (snyk exits 1 when it found something). */
+  readonly okExit?: number;
+  /** Extra environment (e.g. to reach plain-HTTP registries). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+type Tool = SbomTool | ScanTool;
+
+/**
+ * Each tool's shell and binary in its image (docs/adr/0019): the distroless `-debug` images of
+ * syft and grype keep busybox under /busybox (no /bin/sh) and the binary at /syft or /grype, off
+ * PATH; trivy's and snyk's images are alpine/ubuntu with /bin/sh and the binary on PATH; Clair's
+ * image is ubi-minimal with clairctl on PATH.
+ */
+export const STEP_SHELLS: Readonly<Record<Tool, { shell: string; binary: string }>> = {
+  syft: { shell: '/busybox/sh', binary: '/syft' },
+  grype: { shell: '/busybox/sh', binary: '/grype' },
+  trivy: { shell: '/bin/sh', binary: 'trivy' },
+  clair: { shell: '/bin/sh', binary: 'clairctl' },
+  snyk: { shell: '/bin/sh', binary: 'snyk' },
+};
+
+/** A command table entry with its placeholders filled in for a build's pod. */
+function fill(
+  tool: Tool,
+  command: ToolCommand,
+  output: string,
+  clairUrl: string | undefined,
+): StepTool {
+  const argv = command.argv.map((arg, index) =>
+    index === 0
+      ? STEP_SHELLS[tool].binary
+      : arg
+          .replaceAll(OUTPUT_PLACEHOLDER, output)
+          .replaceAll(CLAIR_URL_PLACEHOLDER, clairUrl ?? ''),
+  );
+  const okExit = command.okExitCodes.find((code) => code !== 0);
+  return { argv, stdout: command.stdout, ...(okExit === undefined ? {} : { okExit }) };
+}
+
+/**
+ * How each tool reaches a registry over plain HTTP or with unverified TLS (the settings'
+ * insecureRegistries): syft's and grype's `*_REGISTRY_INSECURE_USE_HTTP` and
+ * `*_REGISTRY_INSECURE_SKIP_TLS_VERIFY`, trivy's `--insecure`. clairctl and snyk have none.
+ */
+function insecure(tool: Tool, step: StepTool): StepTool {
+  switch (tool) {
+    case 'syft':
+    case 'grype': {
+      const prefix = tool.toUpperCase();
+      return {
+        ...step,
+        env: {
+          [`${prefix}_REGISTRY_INSECURE_USE_HTTP`]: 'true',
+          [`${prefix}_REGISTRY_INSECURE_SKIP_TLS_VERIFY`]: 'true',
+        },
+      };
+    }
+    case 'trivy':
+      return { ...step, argv: [...step.argv.slice(0, -1), '--insecure', ...step.argv.slice(-1)] };
+    case 'clair':
+    case 'snyk':
+      return step;
+  }
+}
+
+/**
+ * The SBOM tool's command (SBOM_COMMANDS, builders.md §2.6). `out` is where the document goes:
+ * the pod's shared directory, or a local build's own directory.
+ */
+export function sbomTool(
+  tool: SbomTool,
+  insecureRegistry: boolean,
+  out = `${OUT_DIR}/sbom.json`,
+): StepTool {
+  const step = fill(tool, SBOM_COMMANDS[tool], out, undefined);
+  return insecureRegistry ? insecure(tool, step) : step;
+}
+
+/** The scanner's command in a build's pod (SCAN_COMMANDS, builders.md §2.7), or why it cannot run. */
+export function scanTool(
+  tool: ScanTool,
+  insecureRegistry: boolean,
+  settings: StepSettings,
+  out = `${OUT_DIR}/scan.json`,
+): StepTool | { skip: string } {
+  if (tool === 'clair' && settings.clairUrl === undefined) {
+    return { skip: 'the clair scan is skipped: the operator has no KILN_CLAIR_URL' };
+  }
+  if (tool === 'snyk' && settings.snykToken === undefined) {
+    return { skip: 'the snyk scan is skipped: the operator has no KILN_SNYK_TOKEN_SECRET' };
+  }
+  const step = fill(tool, SCAN_COMMANDS[tool], out, settings.clairUrl);
+  return insecureRegistry ? insecure(tool, step) : step;
+}
+
+/** What the operator configures for the steps (KILN_STEP_*; see src/config). */
+export interface StepSettings {
+  /** kiln's own image (node, dist/steps/step-main.js), pinned by digest; none: no steps. */
+  readonly kilnImage?: string;
+  /** kiln's API as the build pods reach it (`http://kiln-api.kiln.svc:8080`); none: no steps. */
+  readonly uploadUrl?: string;
+  /**
+   * Each tool's image, pinned by digest, with the shell STEP_SHELLS names. A tool without one
+   * (no citable pin of an image with a shell) is skipped with a note until the operator sets it.
+   */
+  readonly sbomImages: Readonly<Partial<Record<SbomTool, string>>>;
+  readonly scanImages: Readonly<Partial<Record<ScanTool, string>>>;
+  /** Clair v4's URL, for clairctl; none: a clair scan is skipped with a note. */
+  readonly clairUrl?: string;
+  /** The Secret (in the build namespace) and key holding the Snyk token; none: snyk skipped. */
+  readonly snykToken?: { readonly secret: string; readonly key: string };
+}
+
+/** What the steps add to a build's pod, or why there are none. */
+export type StepsPlan =
+  | {
+      readonly kind: 'steps';
+      readonly initContainers: readonly V1Container[];
+      readonly containers: readonly V1Container[];
+      /** Keys of the build's Secret the steps read (the reconciler fills them). */
+      readonly secretKeys: readonly string[];
+      readonly notes: readonly string[];
+    }
+  | { readonly kind: 'none'; readonly notes: readonly string[] };
+
+/** Non-root, no capabilities, read-only root filesystem: PSS restricted, like `source`. */
+export const STEP_SECURITY_CONTEXT: V1SecurityContext = {
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  runAsNonRoot: true,
+  privileged: false,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+/** Where a builder writes what it pushed (JobPlan.pushedImage), a file under OUT_DIR. */
+export interface PushedImage {
+  readonly format: PushedImageFormat;
+  readonly file: string;
+}
+
+export interface StepInputs {
+  readonly spec: BuildSpec;
+  readonly buildId: string;
+  readonly settings: StepSettings;
+  /** Set when the builder pushes an image and says where it wrote what it pushed. */
+  readonly pushed: PushedImage | undefined;
+  /** The build's Secret (per-build tokens); none: the steps cannot upload. */
+  readonly buildSecretName: string | undefined;
+  /** The registry credentials Secret, mounted for the tools to pull the pushed image. */
+  readonly credentialsSecretVolume: string | undefined;
+  /** Registries reached over plain HTTP or unverified TLS. */
+  readonly insecureRegistries: readonly string[];
+  readonly resources: V1Container['resources'];
+  readonly imagePullPolicy: V1Container['imagePullPolicy'];
+}
+
+/**
+ * Whether a build gets steps once its builder pushes: it names a tool and the operator can run
+ * them. A builder that reports its push only for the steps (kaniko's digest file) asks this.
+ */
+export function stepsConfigured(spec: BuildSpec, settings: StepSettings): boolean {
+  return (
+    (spec.sbomTool !== null || spec.scanTool !== null) &&
+    settings.kilnImage !== undefined &&
+    settings.uploadUrl !== undefined
+  );
+}
+
+/** The steps of a build whose builder pushes an image (see the module comment). */
+export function stepsOf(inputs: StepInputs): StepsPlan {
+  const { spec, settings } = inputs;
+  if (spec.sbomTool === null && spec.scanTool === null) return { kind: 'none', notes: [] };
+  const what = [
+    spec.sbomTool === null ? undefined : `SBOM (${spec.sbomTool})`,
+    spec.scanTool === null ? undefined : `scan (${spec.scanTool})`,
+  ]
+    .filter((part) => part !== undefined)
+    .join(' and ');
+  if (settings.kilnImage === undefined || settings.uploadUrl === undefined) {
+    return {
+      kind: 'none',
+      notes: [
+        `the ${what} steps are off: the operator has no ${settings.kilnImage === undefined ? 'KILN_STEP_IMAGE' : 'KILN_UPLOAD_URL'}`,
+      ],
+    };
+  }
+  if (inputs.pushed === undefined) {
+    return {
+      kind: 'none',
+      notes: [`the ${what} steps are skipped: this build pushes no image to describe or scan`],
+    };
+  }
+  if (inputs.buildSecretName === undefined) {
+    return { kind: 'none', notes: [`the ${what} steps are off: the build has no Secret`] };
+  }
+  const notes: string[] = [];
+  const pushed = inputs.pushed;
+  const insecure = inputs.insecureRegistries.length > 0;
+  const outMount: V1VolumeMount = { name: OUT_VOLUME, mountPath: OUT_DIR };
+  const kilnStep = (name: string, args: string[], env: V1EnvVar[]): V1Container => ({
+    name,
+    image: settings.kilnImage,
+    imagePullPolicy: inputs.imagePullPolicy,
+    command: ['/nodejs/bin/node', 'dist/steps/step-main.js'],
+    args,
+    workingDir: '/app',
+    env: [{ name: 'KILN_STEP_OUT_DIR', value: OUT_DIR }, ...env],
+    resources: inputs.resources,
+    securityContext: STEP_SECURITY_CONTEXT,
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [outMount],
+  });
+  const toolStep = (
+    name: 'sbom' | 'scan',
+    label: string,
+    which: Tool,
+    image: string,
+    tool: StepTool,
+    extraEnv: V1EnvVar[],
+  ): V1Container => ({
+    name,
+    image,
+    imagePullPolicy: inputs.imagePullPolicy,
+    command: [STEP_SHELLS[which].shell, '-c', STEP_SCRIPT, `kiln-${name}`],
+    args: [...tool.argv],
+    env: [
+      { name: 'KILN_STEP_NAME', value: label },
+      { name: 'KILN_STEP_OUTPUT', value: `${OUT_DIR}/${name}.json` },
+      ...(tool.stdout ? [{ name: 'KILN_STEP_STDOUT', value: 'true' }] : []),
+      ...(tool.okExit === undefined
+        ? []
+        : [{ name: 'KILN_STEP_OK_EXIT', value: String(tool.okExit) }]),
+      { name: 'HOME', value: '/tmp' },
+      { name: 'TMPDIR', value: '/tmp' },
+      { name: 'XDG_CACHE_HOME', value: '/tmp/cache' },
+      { name: 'DOCKER_CONFIG', value: STEP_DOCKER_CONFIG },
+      ...Object.entries(tool.env ?? {}).map(([key, value]) => ({ name: key, value })),
+      ...extraEnv,
+    ],
+    resources: inputs.resources,
+    securityContext: STEP_SECURITY_CONTEXT,
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [
+      outMount,
+      { name: STEP_TMP_VOLUME, mountPath: '/tmp' },
+      ...(inputs.credentialsSecretVolume === undefined
+        ? []
+        : [
+            { name: inputs.credentialsSecretVolume, mountPath: STEP_DOCKER_CONFIG, readOnly: true },
+          ]),
+    ],
+  });
+
+  const initContainers: V1Container[] = [
+    kilnStep(
+      STEP_CONTAINERS.imageRef,
+      ['image-ref', pushed.format, posix.basename(pushed.file)],
+      [],
+    ),
+  ];
+  const secretKeys: string[] = [];
+  const uploadEnv: V1EnvVar[] = [
+    { name: 'KILN_UPLOAD_URL', value: settings.uploadUrl },
+    { name: 'KILN_BUILD_ID', value: inputs.buildId },
+  ];
+  const tokenEnv = (kind: 'sbom' | 'scan'): V1EnvVar => {
+    secretKeys.push(UPLOAD_TOKEN_KEYS[kind]);
+    return {
+      name: `KILN_UPLOAD_TOKEN_${kind.toUpperCase()}`,
+      valueFrom: { secretKeyRef: { name: inputs.buildSecretName, key: UPLOAD_TOKEN_KEYS[kind] } },
+    };
+  };
+  const missingImage = (tool: Tool, kind: string): string =>
+    `the ${kind} step is skipped: no ${tool} image is configured (KILN_STEP_IMAGE_${tool.toUpperCase()}, pinned by digest)`;
+  if (spec.sbomTool !== null) {
+    const image = settings.sbomImages[spec.sbomTool];
+    if (image === undefined) {
+      notes.push(missingImage(spec.sbomTool, 'SBOM'));
+    } else {
+      initContainers.push(
+        toolStep('sbom', 'SBOM', spec.sbomTool, image, sbomTool(spec.sbomTool, insecure), []),
+      );
+      uploadEnv.push(tokenEnv('sbom'));
+    }
+  }
+  if (spec.scanTool !== null) {
+    const tool = scanTool(spec.scanTool, insecure, settings);
+    const image = settings.scanImages[spec.scanTool];
+    if ('skip' in tool) {
+      notes.push(tool.skip);
+    } else if (image === undefined) {
+      notes.push(missingImage(spec.scanTool, 'scan'));
+    } else {
+      const snyk =
+        spec.scanTool === 'snyk' && settings.snykToken !== undefined
+          ? [
+              {
+                name: 'SNYK_TOKEN',
+                valueFrom: {
+                  secretKeyRef: { name: settings.snykToken.secret, key: settings.snykToken.key },
+                },
+              },
+            ]
+          : [];
+      initContainers.push(toolStep('scan', 'scan', spec.scanTool, image, tool, snyk));
+      uploadEnv.push(tokenEnv('scan'));
+    }
+  }
+  if (initContainers.length === 1) return { kind: 'none', notes };
+  return {
+    kind: 'steps',
+    initContainers,
+    containers: [kilnStep(STEP_CONTAINERS.upload, ['upload'], uploadEnv)],
+    secretKeys,
+    notes,
+  };
+}

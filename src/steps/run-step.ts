@@ -1,0 +1,152 @@
+/**
+ * kiln's own steps inside a build's pod (docs/adr/0019-build-steps-and-artifacts.md), run from
+ * kiln's image as `node dist/steps/step-main.js <step>` (step-main.ts):
+ *
+ * - `image-ref <format> <name>`: reads what the builder wrote (file `name` of the steps'
+ *   directory, KILN_STEP_OUT_DIR) about the image it pushed and
+ *   writes the pushed reference (`name@sha256:…`) to `$KILN_STEP_OUT_DIR/image` for the SBOM
+ *   and scan steps.
+ * - `upload`: PUTs `sbom.json` and `scan.json` from that directory to kiln with the build's
+ *   upload tokens. A step that wrote nothing is said in the log, not hidden.
+ *
+ * No NestJS, no configuration module: this process reads only the variables below, which the
+ * Job sets (the tokens from the build's own Secret).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PUSHED_IMAGE_FORMATS, type PushedImageFormat, pushedImage } from './pushed-image.js';
+
+const KINDS = ['sbom', 'scan'] as const;
+const ATTEMPTS = 4;
+
+/** What a step reads of its process: the environment, and where its lines go. */
+export interface StepIo {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly print: (line: string) => void;
+}
+
+async function readOptional(path: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+async function imageRef(
+  io: StepIo,
+  format: string | undefined,
+  file: string | undefined,
+): Promise<number> {
+  const say = (text: string): void => io.print(`kiln: ${text}`);
+  if (
+    !PUSHED_IMAGE_FORMATS.includes(format as PushedImageFormat) ||
+    file === undefined ||
+    file.includes('/')
+  ) {
+    say(`usage: image-ref <${PUSHED_IMAGE_FORMATS.join('|')}> <file name in the steps' directory>`);
+    return 2;
+  }
+  const text = await readOptional(join(outDir(io), file));
+  if (text === undefined) {
+    say(`the builder wrote no ${file}: there is no pushed image to describe or scan`);
+    return 0;
+  }
+  const result = pushedImage(format as PushedImageFormat, text.toString('utf8'));
+  if ('problem' in result) {
+    say(`cannot tell which image was pushed: ${result.problem}`);
+    return 0;
+  }
+  await writeFile(join(outDir(io), 'image'), `${result.reference}\n`);
+  say(`the pushed image is ${result.reference}`);
+  return 0;
+}
+
+async function upload(io: StepIo): Promise<number> {
+  const say = (text: string): void => io.print(`kiln: ${text}`);
+  const base = io.env.KILN_UPLOAD_URL;
+  const buildId = io.env.KILN_BUILD_ID;
+  if (base === undefined || buildId === undefined) {
+    say('KILN_UPLOAD_URL and KILN_BUILD_ID must be set');
+    return 2;
+  }
+  let failed = false;
+  for (const kind of KINDS) {
+    const body = await readOptional(join(outDir(io), `${kind}.json`));
+    if (body === undefined) {
+      say(
+        `no ${kind === 'sbom' ? 'SBOM' : 'scan report'} to upload: the ${kind} step wrote none (its lines above say why)`,
+      );
+      continue;
+    }
+    const token = io.env[`KILN_UPLOAD_TOKEN_${kind.toUpperCase()}`];
+    if (token === undefined || token === '') {
+      say(`no upload token for the ${kind}: the build's Secret lacks it`);
+      failed = true;
+      continue;
+    }
+    const url = `${base.replace(/\/+$/, '')}/api/v1/builds/${encodeURIComponent(buildId)}/${kind}`;
+    if (!(await put(say, url, token, body, kind))) failed = true;
+  }
+  return failed ? 1 : 0;
+}
+
+/** One upload, retried on network errors, 429 and 5xx; false when kiln did not store it. */
+async function put(
+  say: (text: string) => void,
+  url: string,
+  token: string,
+  body: Buffer,
+  kind: string,
+): Promise<boolean> {
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    let problem: string;
+    try {
+      const response = await fetch(url, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: new Uint8Array(body),
+        signal: AbortSignal.timeout(60_000),
+      });
+      const text = await response.text();
+      if (response.ok) {
+        say(`uploaded the ${kind} (${body.length} bytes)`);
+        return true;
+      }
+      problem = `kiln answered ${response.status}: ${text.slice(0, 500)}`;
+      if (response.status < 500 && response.status !== 429) {
+        say(`the ${kind} was refused: ${problem}`);
+        return false;
+      }
+    } catch (error) {
+      problem = (error as Error).message;
+    }
+    if (attempt === ATTEMPTS) {
+      say(`could not upload the ${kind} after ${ATTEMPTS} attempts: ${problem}`);
+      return false;
+    }
+    say(`uploading the ${kind} failed (${problem}); trying again`);
+    await sleep(1000 * 2 ** (attempt - 1));
+  }
+  return false;
+}
+
+function outDir(io: StepIo): string {
+  return io.env.KILN_STEP_OUT_DIR ?? '/kiln/out';
+}
+
+/** Runs one step; the exit code the container ends with. */
+export async function runStep(argv: readonly string[], io: StepIo): Promise<number> {
+  const [step, ...rest] = argv;
+  switch (step) {
+    case 'image-ref':
+      return imageRef(io, rest[0], rest[1]);
+    case 'upload':
+      return upload(io);
+    default:
+      io.print('kiln: usage: step-main.js image-ref <format> <file> | upload');
+      return 2;
+  }
+}

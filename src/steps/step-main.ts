@@ -1,0 +1,18 @@
+/**
+ * The entry point of kiln's steps in a build's pod: `node dist/steps/step-main.js <step> …`
+ * (see run-step.ts). The step's process reads its environment here and nowhere else.
+ */
+import { runStep } from './run-step.js';
+
+runStep(process.argv.slice(2), {
+  env: process.env,
+  print: (line) => process.stdout.write(`${line}\n`),
+}).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stdout.write(`kiln: step failed: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);
