@@ -15,6 +15,7 @@ import { LogsModule } from './logs/logs.module.js';
 import { OperatorModule } from './operator/operator.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
+import { SecretsModule } from './secrets/secrets.module.js';
 import { RunnersModule } from './runners/runners.module.js';
 
 /** Path prefix of every API route (spec section 9). Health probes live outside it. */
@@ -54,7 +55,13 @@ export function composesOperator(role: Role): boolean {
  * (config and logger are AppModule's own providers).
  */
 export function coreModules(dataSource: DataSource): Array<Type | DynamicModule> {
-  return [DatabaseModule.forDataSource(dataSource), LifecycleModule, LogsModule, HealthModule];
+  return [
+    DatabaseModule.forDataSource(dataSource),
+    SecretsModule,
+    LifecycleModule,
+    LogsModule,
+    HealthModule,
+  ];
 }
 
 /**

@@ -344,6 +344,16 @@ describe('the Helm chart (charts/kiln)', () => {
     });
     // The operator signs nothing: it does not get the key.
     expect(env(one(chart, 'Deployment', 'kiln-operator'), 'KILN_JWT_SECRET')).toBeUndefined();
+    // The key of sealed build secrets: created once and kept, the same for both roles.
+    const sealing = one(chart, 'Secret', 'kiln-secrets-key');
+    expect(sealing.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    expect(Buffer.from(sealing.data['secrets-key'] as string, 'base64').toString()).toMatch(
+      /^[A-Za-z0-9]{64}$/,
+    );
+    for (const name of ['kiln-api', 'kiln-operator'])
+      expect(env(one(chart, 'Deployment', name), 'KILN_SECRETS_KEY')?.valueFrom).toEqual({
+        secretKeyRef: { name: 'kiln-secrets-key', key: 'secrets-key' },
+      });
 
     const given = render(undefined, [join(CHART, 'ci', 'external-database-values.yaml')]);
     expect(find(given, 'Secret')).toEqual([]);

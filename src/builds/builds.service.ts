@@ -6,6 +6,7 @@ import { type SpecContext, specOfManifest, specOfReference } from '../build-meth
 import { validateManifestAsync } from '../build-methods/manifest.js';
 import { ForbiddenError, InvalidRequestError, UnavailableError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
+import { SecretSealer } from '../secrets/secret-sealer.js';
 import { KilnConfig } from '../config/config.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
@@ -31,6 +32,7 @@ export class BuildsService {
     private readonly runner: BuildRunner,
     private readonly projects: ProjectsRepository,
     private readonly config: KilnConfig,
+    private readonly sealer: SecretSealer,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -83,7 +85,11 @@ export class BuildsService {
               context,
             ),
           }
-        : { ...common, projectId, ...(await fromWizard(request.body.manifest, context)) };
+        : {
+            ...common,
+            projectId,
+            ...(await fromWizard(request.body.manifest, context, this.sealer)),
+          };
     const created = await this.lifecycle.create(build);
     if (!created.replayed) await this.handToRunner(tenant, created.build);
     return { form: request.form, ...created };
@@ -211,10 +217,14 @@ export class BuildsService {
 async function fromWizard(
   input: unknown,
   context: SpecContext,
+  sealer: SecretSealer,
 ): Promise<Pick<NewBuild, 'gitBranch' | 'gitCommit' | 'method' | 'config' | 'spec'>> {
   const defaultRegistry = context.project.defaultRegistry ?? context.defaultRegistry;
   const result = await validateManifestAsync(input, { defaultRegistry });
   if (!result.ok) throw InvalidRequestError.listing('Invalid build manifest', result.details);
+  // buildx secret values are stored sealed, in the manifest snapshot and the spec alike.
+  const { secrets } = result.manifest.build_config;
+  if (secrets !== undefined) result.manifest.build_config.secrets = sealer.sealAll(secrets);
   return {
     gitBranch: null,
     gitCommit: null,

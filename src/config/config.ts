@@ -60,6 +60,8 @@ export class KilnConfig {
   readonly databaseUrl!: string | undefined;
   readonly dataDir!: string;
   readonly jwtSecret!: JwtSecretSource;
+  /** The key build secrets are sealed with in the database (KILN_SECRETS_KEY(_FILE)). */
+  readonly secretsKey!: JwtSecretSource;
   readonly jwtTtlSeconds!: number;
   readonly jwtIssuer!: string;
   readonly jwtAudience!: string;
@@ -328,6 +330,15 @@ export function loadConfig(
   const jwt = readJwtSecret(value('KILN_JWT_SECRET'), value('KILN_JWT_SECRET_FILE'), cwd);
   if (jwt !== undefined && 'problem' in jwt) bad(jwt.variable, jwt.problem);
   else if (jwt !== undefined) jwtSecret = jwt;
+  let secretsKey: JwtSecretSource = { kind: 'generated', path: join(dataDir, 'secrets-key') };
+  const sealing = readJwtSecret(
+    value('KILN_SECRETS_KEY'),
+    value('KILN_SECRETS_KEY_FILE'),
+    cwd,
+    'KILN_SECRETS_KEY',
+  );
+  if (sealing !== undefined && 'problem' in sealing) bad(sealing.variable, sealing.problem);
+  else if (sealing !== undefined) secretsKey = sealing;
 
   const jwtTtlSeconds = integer('KILN_JWT_TTL_SECONDS', 900, 60, 86_400);
   const jwtIssuer = value('KILN_JWT_ISSUER') ?? 'kiln';
@@ -411,6 +422,7 @@ export function loadConfig(
     databaseUrl,
     dataDir,
     jwtSecret,
+    secretsKey,
     jwtTtlSeconds,
     jwtIssuer,
     jwtAudience,
@@ -444,17 +456,18 @@ export function loadConfig(
     secret: string | undefined,
     file: string | undefined,
     base: string,
+    variable = 'KILN_JWT_SECRET',
   ): JwtSecretSource | { variable: string; problem: string } | undefined {
     if (secret !== undefined && file !== undefined) {
       return {
-        variable: 'KILN_JWT_SECRET',
-        problem: 'set either KILN_JWT_SECRET or KILN_JWT_SECRET_FILE, not both',
+        variable,
+        problem: `set either ${variable} or ${variable}_FILE, not both`,
       };
     }
     if (secret !== undefined) {
       return Buffer.byteLength(secret) >= MIN_JWT_SECRET_BYTES
         ? { kind: 'value', secret }
-        : { variable: 'KILN_JWT_SECRET', problem: `at least ${MIN_JWT_SECRET_BYTES} bytes` };
+        : { variable, problem: `at least ${MIN_JWT_SECRET_BYTES} bytes` };
     }
     if (file !== undefined) {
       const path = isAbsolute(file) ? file : resolve(base, file);
@@ -463,14 +476,14 @@ export function loadConfig(
         content = readFileSync(path, 'utf8').trim();
       } catch {
         return {
-          variable: 'KILN_JWT_SECRET_FILE',
+          variable: `${variable}_FILE`,
           problem: `a readable file, cannot read ${path}`,
         };
       }
       return Buffer.byteLength(content) >= MIN_JWT_SECRET_BYTES
         ? { kind: 'file', path, secret: content }
         : {
-            variable: 'KILN_JWT_SECRET_FILE',
+            variable: `${variable}_FILE`,
             problem: `a file holding at least ${MIN_JWT_SECRET_BYTES} bytes, ${path} is shorter`,
           };
     }

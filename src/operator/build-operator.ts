@@ -12,6 +12,7 @@ import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../build-methods/job.js'
 import { BuildArtifacts } from '../artifacts/build-artifacts.js';
 import { SBOM_TOOLS, SCAN_TOOLS } from '../build-methods/types.js';
 import { LOGGER } from '../common/logger.js';
+import { SecretSealer } from '../secrets/secret-sealer.js';
 import { KilnConfig } from '../config/config.js';
 import { CustomResources } from '../kubernetes/custom-resources.js';
 import { KubeClient } from '../kubernetes/kube-client.js';
@@ -62,6 +63,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     private readonly sink: LogSink,
     private readonly logs: BuildLogsRepository,
     private readonly artifacts: BuildArtifacts,
+    private readonly sealer: SecretSealer,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -141,6 +143,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       workloads: new KubeWorkloads(kube),
       lifecycle: this.lifecycle,
       artifacts: this.artifacts,
+      sealer: this.sealer,
       sink: this.sink,
       logs: new PodLogs(kube),
       cursors: this.logs,

@@ -4,6 +4,8 @@ import { ProjectsService } from '../../src/projects/projects.service.js';
 import type { TestApp } from './test-app.js';
 
 export const TEST_JWT_SECRET = 'test-secret-with-at-least-32-bytes!!';
+/** KILN_SECRETS_KEY of test apps: the key build secrets are sealed with. */
+export const TEST_SECRETS_KEY = 'test-sealing-key-with-at-least-32-bytes';
 export const PASSWORD = 'correct horse battery staple';
 
 export interface Seeded {

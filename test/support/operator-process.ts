@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { TEST_JWT_SECRET } from './auth.js';
+import { TEST_JWT_SECRET, TEST_SECRETS_KEY } from './auth.js';
 import { freePort, isAlive, killTree } from './processes.js';
 
 /** The compiled kiln (`make build`): a crash is only real in a process of its own. */
@@ -68,6 +68,7 @@ export class OperatorProcess {
         DATABASE_URL: options.databaseUrl,
         KILN_DATA_DIR: join(home, 'data'),
         KILN_JWT_SECRET: TEST_JWT_SECRET,
+        KILN_SECRETS_KEY: TEST_SECRETS_KEY,
         KILN_OPERATOR_DRAIN_DEADLINE_SECONDS: '5',
         ...options.env,
       },

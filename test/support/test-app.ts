@@ -10,7 +10,7 @@ import { createApp } from '../../src/app.factory.js';
 import type { BuildRunner } from '../../src/runners/build-runner.js';
 import { type Env, loadConfig } from '../../src/config/config.js';
 import { createDataSource } from '../../src/database/data-source.js';
-import { TEST_JWT_SECRET } from './auth.js';
+import { TEST_JWT_SECRET, TEST_SECRETS_KEY } from './auth.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { LogCapture } from './log-capture.js';
 
@@ -43,6 +43,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config = loadConfig(
     {
       KILN_JWT_SECRET: TEST_JWT_SECRET,
+      // The api and operator apps of one test share the key of sealed build secrets.
+      KILN_SECRETS_KEY: TEST_SECRETS_KEY,
       // Suites send bursts; the rate-limit suite sets its own small limits.
       KILN_RATE_LIMIT_READS: '1000000',
       KILN_RATE_LIMIT_WRITES: '1000000',

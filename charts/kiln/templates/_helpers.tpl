@@ -34,6 +34,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{- define "kiln.secretsKeySecretName" -}}
+{{- .Values.secretsKey.existingSecret | default (printf "%s-secrets-key" (include "kiln.fullname" .)) -}}
+{{- end -}}
+
 {{- define "kiln.jwtSecretName" -}}
 {{- .Values.jwt.existingSecret | default (printf "%s-jwt" (include "kiln.fullname" .)) -}}
 {{- end -}}
@@ -83,6 +87,12 @@ seccompProfile:
     secretKeyRef:
       name: {{ include "kiln.databaseSecretName" . }}
       key: {{ include "kiln.databaseSecretKey" . }}
+# The API seals buildx secrets with it, the operator unseals them: both need the same key.
+- name: KILN_SECRETS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "kiln.secretsKeySecretName" . }}
+      key: {{ .Values.secretsKey.secretKey }}
 {{- end -}}
 
 {{/* The writable places of a kiln pod: the root filesystem is read-only. */}}

@@ -16,6 +16,7 @@ import type { KubeWorkloads } from '../../kubernetes/workloads.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import type { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { LogSink } from '../../logs/log-sink.js';
+import type { SecretSealer } from '../../secrets/secret-sealer.js';
 import {
   BUILD_API_VERSION,
   BUILD_KIND,
@@ -81,6 +82,8 @@ export interface ReconcilerArtifacts {
 export interface ReconcilerDeps {
   readonly caches: ReconcilerCaches;
   readonly artifacts: ReconcilerArtifacts;
+  /** Unseals build secrets for the build's Secret and the log masker; seals a Build's own. */
+  readonly sealer: SecretSealer;
   readonly builds: CustomResources<BuildResource>;
   readonly workloads: KubeWorkloads;
   readonly lifecycle: BuildLifecycle;
@@ -217,7 +220,15 @@ export class BuildReconciler {
   }
 
   private async register(resource: BuildResource): Promise<ReconcileResult | void> {
-    const spec = buildSpecOf(resource);
+    const read = buildSpecOf(resource);
+    // Secret values a Build resource carries are stored sealed, as the API stores them.
+    const spec =
+      read.config.secrets === undefined
+        ? read
+        : {
+            ...read,
+            config: { ...read.config, secrets: this.deps.sealer.sealAll(read.config.secrets) },
+          };
     const uid = resource.metadata.uid ?? resource.metadata.name;
     await this.endReplaced(resource, uid);
     let created: BuildEntity;
@@ -412,7 +423,7 @@ export class BuildReconciler {
       tokens = await this.deps.artifacts.mintUploadTokens(record.id, record.spec.timeoutSeconds);
       if (tokens === undefined) return undefined;
     }
-    const secrets = record.spec.config.secrets ?? {};
+    const secrets = this.deps.sealer.unsealAll(record.spec.config.secrets ?? {});
     for (const key of keys) {
       const value = key.startsWith(UPLOAD_TOKEN_PREFIX)
         ? tokens?.[key.slice(UPLOAD_TOKEN_PREFIX.length) as 'sbom' | 'scan']
@@ -441,7 +452,7 @@ export class BuildReconciler {
   /** Registers a build's secret values with the LogSink, once per process and build. */
   private registerSecrets(record: BuildEntity): void {
     if (this.secretsRegistered.has(record.id)) return;
-    const values = Object.values(record.spec.config.secrets ?? {});
+    const values = Object.values(this.deps.sealer.unsealAll(record.spec.config.secrets ?? {}));
     if (values.length > 0) this.deps.sink.registerSecrets(record.id, values);
     this.secretsRegistered.add(record.id);
   }

@@ -1,3 +1,4 @@
+import { SecretSealer } from '../../secrets/secret-sealer.js';
 import {
   Inject,
   Injectable,
@@ -97,6 +98,7 @@ export class LocalRunner
     private readonly sink: LogSink,
     private readonly artifacts: BuildArtifacts,
     private readonly config: KilnConfig,
+    private readonly sealer: SecretSealer,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
@@ -167,7 +169,7 @@ export class LocalRunner
       acquired = true;
       if (!run.cancelled) {
         await this.say(build.id, `running on ${HOST_PLATFORM} with the local runner`);
-        const secrets = secretsOf(build);
+        const secrets = Object.values(this.sealer.unsealAll(build.spec.config.secrets ?? {}));
         if (secrets.length > 0) this.sink.registerSecrets(build.id, secrets);
         const { timeoutSeconds } = build.spec;
         const timer = setTimeout(() => {
@@ -755,11 +757,6 @@ export class LocalRunner
       { text: `${level === 'INFO' ? '' : `${level}: `}[kiln] ${text}`, container: 'kiln' },
     ]);
   }
-}
-
-/** Values that must never appear in the log: buildx secrets. */
-function secretsOf(build: RunnableBuild): string[] {
-  return Object.values(build.spec.config.secrets ?? {});
 }
 
 function timedOut(seconds: number): BuildFailure {
