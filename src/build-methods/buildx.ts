@@ -28,6 +28,7 @@ const plan = (spec: BuildSpec): DockerfilePlan =>
 /** buildx (BuildKit): an inline Dockerfile, with platforms, registry cache and secret mounts. */
 export const buildx: BuildMethod = {
   name: 'buildx',
+  logFormat: 'buildkit',
   exclusiveFields: ['platforms', 'cache_to', 'cache_from', 'secrets'],
   readExclusiveFields(config, path, details) {
     const platforms = stringArray(config.platforms, `${path}.platforms`, details);

@@ -23,6 +23,7 @@ const plan = (spec: BuildSpec): DockerfilePlan =>
  */
 export const container: BuildMethod = {
   name: 'container',
+  logFormat: 'kaniko',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
     if (draft.baseImage === '')

@@ -33,6 +33,7 @@ const plan = (spec: BuildSpec): DockerfilePlan =>
  */
 export const kaniko: BuildMethod = {
   name: 'kaniko',
+  logFormat: 'kaniko',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
     if (blank(draft.config.dockerfile)) {

@@ -627,6 +627,35 @@ describe(validateManifest.name, () => {
     });
   });
 
+  describe('scan_policy', () => {
+    it.each(['kaniko', 'buildx', 'container', 'paketo', 'packer'] as const)(
+      'keeps a scan policy of a %s build as sent',
+      (method) => {
+        const input = wizard(method);
+        input.build_config.scan_policy = { fail_on: 'high', ignore: ['CVE-2024-0727'] };
+        expect(accepted(input).build_config.scan_policy).toEqual({
+          fail_on: 'high',
+          ignore: ['CVE-2024-0727'],
+        });
+      },
+    );
+
+    it('leaves it out when not sent: findings never fail such a build', () => {
+      expect(accepted(wizard('kaniko')).build_config).not.toHaveProperty('scan_policy');
+    });
+
+    it.each([
+      [{ fail_on: 'severe' }, 'manifest.build_config.scan_policy.fail_on'],
+      [{ ignore: 'CVE-1' }, 'manifest.build_config.scan_policy.ignore'],
+      [{ block: true }, 'manifest.build_config.scan_policy.block'],
+      ['high', 'manifest.build_config.scan_policy'],
+    ])('refuses %j, naming %s', (policy, path) => {
+      const input = wizard('kaniko');
+      input.build_config.scan_policy = policy;
+      expect(Object.keys(rejected(input))).toEqual([path]);
+    });
+  });
+
   describe('buildx platforms and buildx-only fields', () => {
     it('accepts os/arch and os/arch/variant platforms', () => {
       const input = wizard('buildx');

@@ -1,3 +1,4 @@
+import type { BuilderFormat } from '../logs/builder-output.js';
 import type { BuildSpec } from './build-spec.js';
 import type { Json } from './fields.js';
 import type { JobContext, JobTranslation } from './job.js';
@@ -54,6 +55,8 @@ export type LocalPlan =
  */
 export interface BuildMethod {
   readonly name: MethodName;
+  /** How the builder container's lines read (LogSink's parser picks levels and steps by it). */
+  readonly logFormat: BuilderFormat;
   /** build_config fields only this method accepts; other methods refuse them when set. */
   readonly exclusiveFields: ReadonlyArray<keyof BuildConfig>;
   /** Reads and checks the exclusive fields (called only for this method). */

@@ -38,6 +38,7 @@ type PackerPlan = Extract<LocalPlan, { kind: 'packer' }>;
  */
 export const packer: BuildMethod = {
   name: 'packer',
+  logFormat: 'packer',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
     const template = draft.config.packer_template;

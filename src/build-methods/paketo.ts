@@ -26,6 +26,7 @@ type PackPlan = Extract<LocalPlan, { kind: 'pack' }>;
  */
 export const paketo: BuildMethod = {
   name: 'paketo',
+  logFormat: 'pack',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
     const builder = draft.config.paketo_config?.builder;

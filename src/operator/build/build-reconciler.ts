@@ -514,7 +514,7 @@ export class BuildReconciler {
           pod: podName,
           containers: containersInOrder(pod).map((name) => ({
             name,
-            ...(name === 'build' ? { format: 'kaniko' as const } : {}),
+            ...(name === 'build' ? { format: BUILD_METHODS[record.spec.method].logFormat } : {}),
           })),
         },
         this.deps.settings.follower,
