@@ -1,5 +1,6 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
@@ -54,6 +55,8 @@ describe('the local runner keeps kiln’s secrets and internals to itself', () =
         '',
       ].join('\n'),
     });
+    // Wizard builds check out the default branch: the buildx secret test needs a shell there.
+    repo.commit('main', { busybox: { copyFrom: '/bin/busybox' } });
     const env = {
       PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
       KILN_JWT_SECRET: JWT_SECRET,
@@ -247,6 +250,38 @@ describe('the local runner keeps kiln’s secrets and internals to itself', () =
     expect(build.error_message).toMatch(/building at STEP "RUN \/opt\/\*\*\*"/);
     expect(build.error_message).not.toContain(BUILD_SECRET);
     expect((await messagesOf(id)).join('\n')).not.toContain(BUILD_SECRET);
+  });
+
+  it('mounts a buildx secret as a secret file of the build, never a build arg, and masks it when printed', async () => {
+    const manifest = wizardManifest('buildx');
+    Object.assign(manifest['build_config'] as Record<string, unknown>, {
+      dockerfile: [
+        'FROM scratch',
+        'COPY busybox /bin/busybox',
+        'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
+        'RUN --mount=type=secret,id=API_TOKEN echo "token=$(cat /run/secrets/API_TOKEN)"',
+        'RUN test ! -e /run/secrets/API_TOKEN && echo "not in the image"',
+        '',
+      ].join('\n'),
+      platforms: ['linux/amd64'],
+      secrets: { API_TOKEN: BUILD_SECRET },
+    });
+    const id = await createWizardBuild(manifest);
+    await start(id);
+
+    const build = await finished(id);
+    const messages = (await messagesOf(id)).join('\n');
+
+    expect({ status: build.status, error: build.error_message }).toEqual({
+      status: 'success',
+      error: null,
+    });
+    // Printed by the RUN step: the value reached the build, and the log holds it masked.
+    expect(messages).toContain('token=***');
+    expect(messages).toContain('not in the image');
+    expect(messages).not.toContain(BUILD_SECRET);
+    // Nothing of it stays on disk once the build is over.
+    expect(existsSync(join(dataDir, 'builds', id, 'run'))).toBe(false);
   });
 
   it('runs a build whose database goes away as it begins, holding its lines until the database is back', async () => {

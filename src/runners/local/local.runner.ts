@@ -397,6 +397,7 @@ export class LocalRunner
     const context = this.inside(source, build.spec.source.context);
     const image = `localhost/kiln/${build.id}:build`;
     const buildah = this.buildahArgs(dir);
+    const secretArgs = await this.secretFiles(build, dir);
     const bud = [
       ...buildah,
       'bud',
@@ -413,6 +414,7 @@ export class LocalRunner
         `${name}=${value}`,
       ]),
       ...(plan.target === undefined ? [] : ['--target', plan.target]),
+      ...secretArgs,
       ...this.tlsArgs(),
       context,
     ];
@@ -710,6 +712,28 @@ export class LocalRunner
     if (exit.incomplete !== undefined)
       this.logger.warn({ build_id: buildId, reason: exit.incomplete }, 'build output incomplete');
     return exit;
+  }
+
+  /**
+   * buildx secrets as buildah secret mounts (`RUN --mount=type=secret,id=…`): each value unsealed
+   * into a file of its own (mode 0600) under the build's run directory, removed with it; the
+   * value never becomes a build argument or a command-line word.
+   */
+  private async secretFiles(build: RunnableBuild, dir: string): Promise<string[]> {
+    const secrets = this.sealer.unsealAll(build.spec.config.secrets ?? {});
+    if (Object.keys(secrets).length === 0) return [];
+    const secretsDir = join(dir, 'run', 'secrets');
+    await mkdir(secretsDir, { recursive: true, mode: 0o700 });
+    const args: string[] = [];
+    for (const [id, value] of Object.entries(secrets)) {
+      if (!/^[A-Za-z0-9_.-]{1,200}$/.test(id)) {
+        throw new BuildFailure('InvalidSpec', `secret id "${id.slice(0, 64)}" is not a valid name`);
+      }
+      const file = join(secretsDir, id);
+      await writeFile(file, value, { mode: 0o600 });
+      args.push('--secret', `id=${id},src=${file}`);
+    }
+    return args;
   }
 
   private buildahArgs(dir: string): string[] {
