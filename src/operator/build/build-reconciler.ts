@@ -479,10 +479,12 @@ export class BuildReconciler {
         ],
       },
     };
-    for (const write of [
-      () => this.deps.workloads.patchConfigMap(namespace, name, patch),
-      () => this.deps.workloads.patchSecret(namespace, name, patch),
-    ]) {
+    const writes = [() => this.deps.workloads.patchConfigMap(namespace, name, patch)];
+    // Only a Job that reads the build's Secret has one: no extra call for the others.
+    if (readsSecret(job, name)) {
+      writes.push(() => this.deps.workloads.patchSecret(namespace, name, patch));
+    }
+    for (const write of writes) {
       try {
         await write();
       } catch (error) {
@@ -871,4 +873,14 @@ async function ignoreExists(write: Promise<unknown>): Promise<void> {
   } catch (error) {
     if (!(error instanceof KubeApiError && error.status === 409)) throw error;
   }
+}
+
+/** Whether the Job's pod reads the Secret `name` (a volume or an environment variable). */
+function readsSecret(job: V1Job, name: string): boolean {
+  const pod = job.spec?.template.spec;
+  if (pod === undefined) return false;
+  if ((pod.volumes ?? []).some((volume) => volume.secret?.secretName === name)) return true;
+  return [...(pod.initContainers ?? []), ...pod.containers].some((container) =>
+    (container.env ?? []).some((variable) => variable.valueFrom?.secretKeyRef?.name === name),
+  );
 }
