@@ -78,7 +78,14 @@ export class OperatorGround {
     readonly admin: ApiClient,
   ) {}
 
-  static async start(name: string): Promise<OperatorGround> {
+  /**
+   * `apiEnv` adds to the API's environment (a small KILN_ARTIFACT_MAX_BYTES, say); the operators
+   * have their own (`startOperator`).
+   */
+  static async start(
+    name: string,
+    options: { apiEnv?: Record<string, string> } = {},
+  ): Promise<OperatorGround> {
     const cluster = await KubeApiServer.start({
       crdDirectories: ['crds'],
       namespaces: ['default', NS],
@@ -88,7 +95,12 @@ export class OperatorGround {
     const database = await createTestDatabase();
     const api = await startTestApp({
       database,
-      env: { KILN_ROLE: 'api', KILN_RUNNER: 'kubernetes', KUBECONFIG: kubeconfig },
+      env: {
+        ...options.apiEnv,
+        KILN_ROLE: 'api',
+        KILN_RUNNER: 'kubernetes',
+        KUBECONFIG: kubeconfig,
+      },
     });
     const seeded = await seedTenancy(api);
     const admin = new ApiClient(

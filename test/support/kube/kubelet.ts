@@ -700,7 +700,7 @@ export class FakeKubelet {
       namespace: run.namespace,
       pod: run.name,
       container: str(container.name),
-      command: list(container.command).map(String),
+      command: (Array.isArray(container.command) ? container.command : []).map(String),
       args: (Array.isArray(container.args) ? container.args : []).map(String),
       env,
       mounts,
