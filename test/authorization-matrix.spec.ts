@@ -35,6 +35,10 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
     build: 'in_progress',
   },
   'GET /api/v1/builds/:id/logs': { permission: 'build:read', success: 200, build: 'in_progress' },
+  // No step has uploaded anything for these builds: an allowed caller gets past the guard to the
+  // route's own 404 ("No SBOM is stored"), a denied one the guard's 403.
+  'GET /api/v1/builds/:id/sbom': { permission: 'build:read', success: 404, build: 'in_progress' },
+  'GET /api/v1/builds/:id/scan': { permission: 'build:read', success: 404, build: 'in_progress' },
   'GET /api/v1/projects': { permission: 'build:list', success: 200, build: 'none' },
 };
 

@@ -110,6 +110,9 @@ describe("the chart's RBAC against what kiln calls", () => {
       env: {
         KILN_OPERATOR_LEASE_NAMESPACE: RELEASE_NAMESPACE,
         KILN_OPERATOR_LEASE_NAME: 'kiln-operator',
+        // With the steps on, as the chart runs it with a pinned image: the build's Secret.
+        KILN_STEP_IMAGE: `registry.example.com/kiln@sha256:${'0'.repeat(64)}`,
+        KILN_UPLOAD_URL: ground.api.baseUrl,
       },
     });
 
@@ -125,9 +128,17 @@ describe("the chart's RBAC against what kiln calls", () => {
     // One cancelled while it runs.
     ground.builder({ lines: 1, hang: true });
     const cancelled = await ground.startedBuild();
-    await until('the pod to run', () =>
-      ground.podOf(cancelled)?.status?.phase === 'Running' ? true : undefined,
-    );
+    // With the steps on, the builder is an init container: the pod is Pending while it runs.
+    await until('the builder to run', () => {
+      const status = ground.podOf(cancelled)?.status;
+      const statuses = [
+        ...(status?.initContainerStatuses ?? []),
+        ...(status?.containerStatuses ?? []),
+      ];
+      return statuses.some((c) => c.name === 'build' && c.state?.running !== undefined)
+        ? true
+        : undefined;
+    });
     expect(
       (await ground.admin.request('POST', `/builds/${cancelled}/cancel`, { reason: 'rbac test' }))
         .status,

@@ -34,6 +34,8 @@ function compositionOf(app: INestApplicationContext): Composition {
 }
 
 const API_CONTROLLERS = [
+  'ArtifactUploadsController',
+  'ArtifactsController',
   'AuthController',
   'BuildsController',
   'HealthController',
