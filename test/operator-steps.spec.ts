@@ -1,4 +1,4 @@
-import type { V1Container, V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1Container, V1Job, V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
@@ -178,26 +178,13 @@ function builder(world: World, report: (context: ContainerRunContext, digest: st
 }
 
 /**
- * The container's command as its pod in the double gives it. ContainerRunContext.command is
- * always empty: the kubelet reads it with its list-of-objects helper, which drops strings.
- */
-function commandOf(context: ContainerRunContext): string[] {
-  const pod = ground.cluster.object('v1', 'pods', context.namespace, context.pod) as
-    V1Pod | undefined;
-  const container = [...(pod?.spec?.initContainers ?? []), ...(pod?.spec?.containers ?? [])].find(
-    (c) => c.name === context.container,
-  );
-  return container?.command ?? [];
-}
-
-/**
  * An SBOM or scan tool's image. In a real pod STEP_SCRIPT puts the reference the image-ref step
  * wrote in place of `@IMAGE@`; here that is emulated, and the reference must be the builder's.
  */
 function tool(kind: 'sbom' | 'scan', document: string): ContainerScript {
   return {
     run: guarded((context) => {
-      const command = commandOf(context);
+      const { command } = context;
       if (command[1] !== '-c' || command[2] !== STEP_SCRIPT)
         throw new Error(`the ${kind} step does not run kiln's step script`);
       const reference = readFileSync(hostPath(context, `${OUT_DIR}/image`), 'utf8').trim();

@@ -14,7 +14,11 @@ import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { LogSink } from '../logs/log-sink.js';
-import { type ArtifactKind, BuildArtifactsRepository } from './artifacts.repository.js';
+import {
+  type ArtifactKind,
+  BuildArtifactsRepository,
+  type StoredArtifact,
+} from './artifacts.repository.js';
 import { type Finding, normalizeFindings, type Severity, summarize } from './findings.js';
 import { evaluatePolicy, type ScanPolicy } from './scan-policy.js';
 import { readSbom } from './sbom-document.js';
@@ -231,9 +235,7 @@ export class BuildArtifacts {
     const build = await this.lifecycle.get(tenantId, buildId);
     const artifact = await this.repository.find(buildId, 'scan');
     if (artifact === undefined) throw new NotFoundError('No scan is stored for this build');
-    const findings = JSON.parse(
-      (await gunzipAsync(artifact.content)).toString('utf8'),
-    ) as Finding[];
+    const findings = await findingsOf(artifact);
     const policy = scanPolicyOf(build.spec);
     const verdict = evaluatePolicy(policy, findings);
     return {
@@ -270,9 +272,7 @@ export class BuildArtifacts {
         message: `scan policy fail_on=${policy.fail_on}: no scan report was stored, so the policy cannot be shown to hold (see the build log). ${pushed}`,
       };
     }
-    const findings = JSON.parse(
-      (await gunzipAsync(artifact.content)).toString('utf8'),
-    ) as Finding[];
+    const findings = await findingsOf(artifact);
     const verdict = evaluatePolicy(policy, findings);
     return verdict.violated
       ? { pass: false, message: `${verdict.summary}. ${pushed}` }
@@ -282,6 +282,11 @@ export class BuildArtifacts {
   private async say(buildId: string, text: string): Promise<void> {
     await this.sink.append(buildId, [{ text, container: 'kiln' }]);
   }
+}
+
+/** The normalised findings a stored scan holds (gzip of their JSON). */
+async function findingsOf(artifact: StoredArtifact): Promise<Finding[]> {
+  return JSON.parse((await gunzipAsync(artifact.content)).toString('utf8')) as Finding[];
 }
 
 /** The build's scan policy (specs stored before scan policies have none). */

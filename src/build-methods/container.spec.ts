@@ -1,3 +1,4 @@
+import { REPOSITORY, stepsOffNotes } from '../../test/support/job-fixtures.js';
 import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
@@ -12,14 +13,6 @@ import {
   SOURCE_SCRIPT,
 } from './job.js';
 import { KANIKO_SECURITY_CONTEXT } from './kaniko.js';
-
-/** The note every build naming SBOM and scan tools gets while the operator has no step image. */
-const stepsOffNotes = (spec: BuildSpec): string[] =>
-  spec.sbomTool === null && spec.scanTool === null
-    ? []
-    : [
-        `the SBOM (${spec.sbomTool}) and scan (${spec.scanTool}) steps are off: the operator has no KILN_STEP_IMAGE`,
-      ];
 
 describe(containerfileFor.name, () => {
   it('starts from the base image, declares build-time variables, then the instructions in order', () => {
@@ -39,7 +32,6 @@ describe(containerfileFor.name, () => {
   });
 });
 
-const REPOSITORY = 'https://git.example.com/web.git';
 const BUILD_ID = '9d2e4c6a-1b3f-4a5c-8d7e-0f1a2b3c4d5e';
 const SHELL_BAIT = 'two words; $(id) `id` && | > "q" \'q\'';
 

@@ -27,6 +27,7 @@ import {
   OUT_VOLUME,
   type PushedImage,
   STEP_SCRIPT,
+  STEP_SECURITY_CONTEXT,
   STEP_TMP_VOLUME,
   type StepSettings,
   stepsOf,
@@ -327,15 +328,7 @@ export const SOURCE_COMMAND = ['/bin/sh', '-c', SOURCE_SCRIPT, 'kiln-source'] as
  * (PSS "restricted"; Shipwright's git step runs the same way, builders.md §3.1). 65532 is the
  * conventional `nonroot` uid of distroless and Chainguard images.
  */
-export const SOURCE_SECURITY_CONTEXT: V1SecurityContext = {
-  runAsUser: 65532,
-  runAsGroup: 65532,
-  runAsNonRoot: true,
-  privileged: false,
-  allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
-  capabilities: { drop: ['ALL'] },
-};
+export const SOURCE_SECURITY_CONTEXT: V1SecurityContext = STEP_SECURITY_CONTEXT;
 
 const VOLUME = {
   workspace: 'workspace',

@@ -1,3 +1,13 @@
+import {
+  BUILD_ID,
+  LABELS,
+  REPOSITORY,
+  jobContext,
+  specContext,
+  stepsOffNotes,
+  withoutRegistry,
+  withoutRepository,
+} from '../../test/support/job-fixtures.js';
 import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
@@ -12,46 +22,6 @@ import {
 } from './job.js';
 import { kaniko, KANIKO_SECURITY_CONTEXT } from './kaniko.js';
 import type { MethodName } from './types.js';
-
-/** The note every build naming SBOM and scan tools gets while the operator has no step image. */
-const stepsOffNotes = (spec: BuildSpec): string[] =>
-  spec.sbomTool === null && spec.scanTool === null
-    ? []
-    : [
-        `the SBOM (${spec.sbomTool}) and scan (${spec.scanTool}) steps are off: the operator has no KILN_STEP_IMAGE`,
-      ];
-
-const REPOSITORY = 'https://git.example.com/web.git';
-const BUILD_ID = '3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
-
-const specContext: SpecContext = {
-  project: { name: 'My Web', gitRepositoryUrl: REPOSITORY, defaultRegistry: null },
-  defaultRegistry: '127.0.0.1:5000/kiln',
-  timeoutSeconds: 900,
-};
-const withoutRepository: SpecContext = {
-  ...specContext,
-  project: { ...specContext.project, gitRepositoryUrl: null },
-};
-const withoutRegistry: SpecContext = { ...specContext, defaultRegistry: undefined };
-
-const jobContext: JobContext = {
-  buildId: BUILD_ID,
-  tenantId: '11111111-2222-4333-8444-555555555555',
-  projectId: '66666666-7777-4888-9999-aaaaaaaaaaaa',
-  buildNumber: 7,
-  namespace: 'kiln-builds',
-  settings: DEFAULT_JOB_SETTINGS,
-  configMapName: `kiln-${BUILD_ID}`,
-};
-
-const LABELS = {
-  'app.kubernetes.io/managed-by': 'kiln',
-  'app.kubernetes.io/name': 'kiln-build',
-  'kiln.dev/build-id': BUILD_ID,
-  'kiln.dev/tenant-id': '11111111-2222-4333-8444-555555555555',
-  'kiln.dev/project-id': '66666666-7777-4888-9999-aaaaaaaaaaaa',
-};
 
 /** kaniko's fixed flags, after the build's own. */
 const FIXED_FLAGS = [

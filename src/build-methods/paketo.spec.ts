@@ -1,3 +1,13 @@
+import {
+  BUILD_ID,
+  LABELS,
+  REPOSITORY,
+  jobContext,
+  specContext,
+  stepsOffNotes,
+  withoutRegistry,
+  withoutRepository,
+} from '../../test/support/job-fixtures.js';
 import { manifestSpec } from '../../test/support/build-specs.js';
 import { type PodSpec, restrictedViolations } from '../../test/support/pod-security.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
@@ -17,14 +27,6 @@ import {
   POD_SECURITY_LEVEL,
 } from './paketo.js';
 
-/** The note every build naming SBOM and scan tools gets while the operator has no step image. */
-const stepsOffNotes = (spec: BuildSpec): string[] =>
-  spec.sbomTool === null && spec.scanTool === null
-    ? []
-    : [
-        `the SBOM (${spec.sbomTool}) and scan (${spec.scanTool}) steps are off: the operator has no KILN_STEP_IMAGE`,
-      ];
-
 /*
  * Every expected flag is the CNB lifecycle creator's, as builders.md §2.4 lists them from
  * cmd/lifecycle/creator.go [CNB-lc]: -app -layers -platform -order -run-image -cache-image
@@ -33,42 +35,10 @@ const stepsOffNotes = (spec: BuildSpec): string[] =>
  * [PK-stack]), DOCKER_CONFIG [TKC]. Build-time env: files /platform/env/<NAME> [SW-s/bp].
  */
 
-const REPOSITORY = 'https://git.example.com/web.git';
-const BUILD_ID = '3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
 const JAMMY_BASE = 'paketobuildpacks/builder-jammy-base:latest';
 /** A builder named by digest; the digest is made up, the Job only looks at its shape. */
 const PINNED_BUILDER = `paketobuildpacks/builder-jammy-base:0.4.635@sha256:${'ab'.repeat(32)}`;
 const SHELL_BAIT = 'a b; rm -rf / && echo "$HOME" `id` $(id) | cat > /x \'q\' \\n';
-
-const specContext: SpecContext = {
-  project: { name: 'My Web', gitRepositoryUrl: REPOSITORY, defaultRegistry: null },
-  defaultRegistry: '127.0.0.1:5000/kiln',
-  timeoutSeconds: 900,
-};
-const withoutRepository: SpecContext = {
-  ...specContext,
-  project: { ...specContext.project, gitRepositoryUrl: null },
-};
-const withoutRegistry: SpecContext = { ...specContext, defaultRegistry: undefined };
-
-const jobContext: JobContext = {
-  buildId: BUILD_ID,
-  tenantId: '11111111-2222-4333-8444-555555555555',
-  projectId: '66666666-7777-4888-9999-aaaaaaaaaaaa',
-  buildNumber: 7,
-  namespace: 'kiln-builds',
-  settings: DEFAULT_JOB_SETTINGS,
-  configMapName: `kiln-${BUILD_ID}`,
-  buildSecretName: `kiln-${BUILD_ID}`,
-};
-
-const LABELS = {
-  'app.kubernetes.io/managed-by': 'kiln',
-  'app.kubernetes.io/name': 'kiln-build',
-  'kiln.dev/build-id': BUILD_ID,
-  'kiln.dev/tenant-id': '11111111-2222-4333-8444-555555555555',
-  'kiln.dev/project-id': '66666666-7777-4888-9999-aaaaaaaaaaaa',
-};
 
 /** The lifecycle's directories: the checkout as the app, emptyDir layers, /platform. */
 const DIRS = ['-app=/workspace/source', '-layers=/layers', '-platform=/platform'];

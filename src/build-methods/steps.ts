@@ -221,7 +221,10 @@ export type StepsPlan =
     }
   | { readonly kind: 'none'; readonly notes: readonly string[] };
 
-/** Non-root, no capabilities, read-only root filesystem: PSS restricted, like `source`. */
+/**
+ * Non-root, no capabilities, read-only root filesystem: PSS restricted. kiln's own containers of
+ * every build pod run so: the steps here and `source` (job.ts SOURCE_SECURITY_CONTEXT).
+ */
 export const STEP_SECURITY_CONTEXT: V1SecurityContext = {
   runAsUser: 65532,
   runAsGroup: 65532,

@@ -18,6 +18,12 @@ export type JwtSecretSource =
   | { kind: 'file'; path: string; secret: string }
   | { kind: 'generated'; path: string };
 
+/**
+ * An image pinned by digest (`name[:tag]@sha256:<64 hex>`), as build-methods' isPinnedByDigest
+ * checks it: config imports nothing of kiln's, so the rule is stated here too.
+ */
+const PINNED_IMAGE = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
+
 /** The tools of the steps after the image, whose images KILN_STEP_IMAGE_<TOOL> may set. */
 export const STEP_TOOL_NAMES = ['syft', 'grype', 'trivy', 'clair', 'snyk'] as const;
 export type StepToolName = (typeof STEP_TOOL_NAMES)[number];
@@ -222,7 +228,7 @@ export function loadConfig(
     return undefined;
   };
   const stepImage = value('KILN_STEP_IMAGE');
-  if (stepImage !== undefined && !/^[^\s@]+@sha256:[0-9a-f]{64}$/.test(stepImage)) {
+  if (stepImage !== undefined && !PINNED_IMAGE.test(stepImage)) {
     bad('KILN_STEP_IMAGE', "kiln's image pinned by digest (name@sha256:<64 hex>)", stepImage);
   }
   const snykRaw = value('KILN_SNYK_TOKEN_SECRET');
@@ -236,7 +242,7 @@ export function loadConfig(
     const name = `KILN_STEP_IMAGE_${tool.toUpperCase()}`;
     const image = value(name);
     if (image === undefined) continue;
-    if (/^[^\s@]+@sha256:[0-9a-f]{64}$/.test(image)) toolImages[tool] = image;
+    if (PINNED_IMAGE.test(image)) toolImages[tool] = image;
     else bad(name, `the ${tool} image pinned by digest (name@sha256:<64 hex>)`, image);
   }
   const uploadUrl = httpUrl('KILN_UPLOAD_URL');

@@ -1,3 +1,4 @@
+import { IMAGE_PLACEHOLDER } from '../../artifacts/tool-command.js';
 import { SecretSealer } from '../../secrets/secret-sealer.js';
 import {
   Inject,
@@ -48,8 +49,6 @@ const OUTCOME_RETRY_MS = 60_000;
 const OUTCOME_RETRY_MAX_WAIT_MS = 5_000;
 const DATABASE_LOST = 'kiln lost its database while this build ran; retry it';
 const NOTHING_PUSHED = 'this build pushed none (no registry is configured)';
-/** Marks the argument of a step tool that gets the pushed image reference (see steps.ts). */
-const IMAGE_MARKER = '@IMAGE@';
 
 /** A build that failed for a reason the runner can name. */
 class BuildFailure extends Error {
@@ -532,7 +531,7 @@ export class LocalRunner
       return;
     }
     const args = rest.map((arg) =>
-      arg.endsWith(IMAGE_MARKER) ? arg.slice(0, -IMAGE_MARKER.length) + reference : arg,
+      arg.endsWith(IMAGE_PLACEHOLDER) ? arg.slice(0, -IMAGE_PLACEHOLDER.length) + reference : arg,
     );
     await rm(out, { force: true });
     await this.say(build.id, `the ${label} step runs ${command} against ${reference}`);
