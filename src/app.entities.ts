@@ -1,3 +1,4 @@
+import { INTEGRATIONS_ENTITIES } from './integrations/integrations.module.js';
 import { LIFECYCLE_ENTITIES } from './lifecycle/lifecycle.module.js';
 import { PROJECTS_ENTITIES } from './projects/projects.module.js';
 import { TENANCY_ENTITIES } from './auth/tenancy.module.js';
@@ -12,4 +13,5 @@ export const KILN_ENTITIES: ReadonlyArray<EntityClass> = [
   ...TENANCY_ENTITIES,
   ...PROJECTS_ENTITIES,
   ...LIFECYCLE_ENTITIES,
+  ...INTEGRATIONS_ENTITIES,
 ];

@@ -176,8 +176,8 @@ describe('the Helm chart (charts/kiln)', () => {
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
       { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'patch'] },
-      // A build's own Secret: written, never read back.
-      { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch'] },
+      // A build's own Secret: written, read back only to mask an adopted build's log.
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch', 'get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     ]);
     expect(one(chart, 'Role', 'kiln-operator-lease').metadata.namespace).toBe('kiln');

@@ -226,6 +226,15 @@ export const FILES_DIR = '/kiln/dockerfile';
 export const BUILD_SECRETS_DIR = '/kiln/build-secrets';
 /** The key prefix of a buildx secret in the build's Secret (`build-secret.<id>`). */
 export const BUILD_SECRET_PREFIX = 'build-secret.';
+/** The build Secret's key of a secret environment entry: `env.<NAME>`. */
+export const ENV_SECRET_PREFIX = 'env.';
+/** The key of a Docker config in a dockerconfigjson Secret, and in the build's own Secret. */
+export const REGISTRY_CONFIG_KEY = '.dockerconfigjson';
+/**
+ * What a method's builder env names as the Secret of an entry that comes from the build's own
+ * Secret; `jobOf` puts the real name in (the methods' plans know no object names).
+ */
+export const BUILD_SECRET_ENV_REF = '<build-secret>';
 export const BUILDER_CONTAINER = 'build';
 export const SOURCE_CONTAINER = 'source';
 /** A ConfigMap holds at most 1 MiB; leave room for its metadata. */
@@ -352,7 +361,12 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     );
   }
   const secretKeys = plan.buildSecretKeys ?? [];
-  if (secretKeys.length > 0 && context.buildSecretName === undefined) {
+  const envSecretKeys = plan.builder.env.flatMap((variable) =>
+    variable.valueFrom?.secretKeyRef?.name === BUILD_SECRET_ENV_REF
+      ? [variable.valueFrom.secretKeyRef.key]
+      : [],
+  );
+  if (secretKeys.length + envSecretKeys.length > 0 && context.buildSecretName === undefined) {
     return unsupported(
       'this build has secrets, but the operator gave it no build Secret to mount them from',
     );
@@ -391,7 +405,7 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
       name: VOLUME.credentials,
       secret: {
         secretName: credentials,
-        items: [{ key: '.dockerconfigjson', path: 'config.json' }],
+        items: [{ key: REGISTRY_CONFIG_KEY, path: 'config.json' }],
         defaultMode: 0o400,
       },
     });
@@ -428,7 +442,20 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     imagePullPolicy: settings.imagePullPolicy,
     command: [...plan.builder.command],
     args: [...plan.builder.args],
-    env: [...plan.builder.env],
+    // A secret env entry names the build's Secret by a placeholder: the method knows no names.
+    env: plan.builder.env.map((variable) =>
+      variable.valueFrom?.secretKeyRef?.name === BUILD_SECRET_ENV_REF
+        ? {
+            name: variable.name,
+            valueFrom: {
+              secretKeyRef: {
+                name: context.buildSecretName!,
+                key: variable.valueFrom.secretKeyRef.key,
+              },
+            },
+          }
+        : variable,
+    ),
     resources: resourcesOf(settings.resources.builder),
     securityContext: plan.builder.securityContext,
     terminationMessagePolicy: 'FallbackToLogsOnError',
@@ -458,7 +485,14 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     containers = [...steps.containers];
     volumes.push({ name: VOLUME.stepTmp, emptyDir: {} });
   }
-  const allSecretKeys = [...secretKeys, ...(steps.kind === 'steps' ? steps.secretKeys : [])];
+  const allSecretKeys = [
+    ...secretKeys,
+    ...envSecretKeys,
+    ...(credentials !== undefined && credentials === context.buildSecretName
+      ? [REGISTRY_CONFIG_KEY]
+      : []),
+    ...(steps.kind === 'steps' ? steps.secretKeys : []),
+  ];
 
   const pod: V1PodSpec = {
     restartPolicy: 'Never',

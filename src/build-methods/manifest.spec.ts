@@ -627,6 +627,69 @@ describe(validateManifest.name, () => {
     });
   });
 
+  describe('secret references (docs/adr/0021-secret-references.md)', () => {
+    const buildx = wizard('buildx') as { build_config: Record<string, unknown> };
+
+    it("accepts buildx secrets that reference the build's manager, stored as written", () => {
+      const manifest = accepted({
+        ...buildx,
+        build_config: { ...buildx.build_config, secrets: { npm: 'vault:kv/data/team/npm#token' } },
+      });
+      expect(manifest.build_config.secrets).toEqual({ npm: 'vault:kv/data/team/npm#token' });
+    });
+
+    it('names the secret whose reference does not parse', () => {
+      const details = rejected({
+        ...buildx,
+        build_config: { ...buildx.build_config, secrets: { npm: 'vault:kv/team/npm#token' } },
+      });
+      expect(details).toEqual({
+        'manifest.build_config.secrets.npm': expect.stringContaining('/data/'),
+      });
+    });
+
+    it('refuses a reference to a manager the build did not choose', () => {
+      const details = rejected({
+        ...buildx,
+        build_config: { ...buildx.build_config, secrets: { npm: 'azure:npm-token' } },
+      });
+      expect(details['manifest.build_config.secrets.npm']).toBe(
+        "references azure_keyvault, but this build's secret_manager_type is vault",
+      );
+    });
+
+    it('takes references in environment for packer builds', () => {
+      const manifest = accepted({
+        ...wizard('packer'),
+        environment: { AWS_SECRET_ACCESS_KEY: 'vault:kv/data/ci/aws#secret' },
+      });
+      expect(manifest.environment).toEqual({
+        AWS_SECRET_ACCESS_KEY: 'vault:kv/data/ci/aws#secret',
+      });
+    });
+
+    it.each(['kaniko', 'buildx', 'container', 'paketo'] as const)(
+      'refuses a reference in environment for %s builds, which would write it into the image',
+      (method) => {
+        const details = rejected({
+          ...wizard(method),
+          environment: { TOKEN: 'vault:kv/data/ci/token#value' },
+        });
+        expect(details).toEqual({
+          'manifest.environment.TOKEN': expect.stringContaining('would be written into the image'),
+        });
+      },
+    );
+
+    it('leaves plain values alone', () => {
+      expect(
+        accepted({ ...wizard('kaniko'), environment: { MODE: 'vaulted' } }).environment,
+      ).toEqual({
+        MODE: 'vaulted',
+      });
+    });
+  });
+
   describe('scan_policy', () => {
     it.each(['kaniko', 'buildx', 'container', 'paketo', 'packer'] as const)(
       'keeps a scan policy of a %s build as sent',

@@ -44,6 +44,7 @@ import {
   WHITESPACE,
   withoutUndefined,
 } from './fields.js';
+import { isSecretReference, secretValueProblem } from '../secret-managers/reference.js';
 import { repositoryOfReference } from './build-spec.js';
 import { BUILD_METHODS, exclusiveOwner } from './methods.js';
 import type { ManifestDraft } from './method.js';
@@ -179,6 +180,7 @@ function readManifest(input: unknown, context: ManifestContext): ManifestRead {
     };
     BUILD_METHODS[type].check(draft, details);
   }
+  checkSecretReferences(type, environment, read?.config, details);
 
   const buildConfig = read === undefined ? undefined : complete(read.config);
   const manifest =
@@ -196,6 +198,40 @@ function readManifest(input: unknown, context: ManifestContext): ManifestRead {
           build_config: buildConfig,
         };
   return { details, type, draft, manifest };
+}
+
+/**
+ * References in `environment` and `build_config.secrets` (docs/adr/0021-secret-references.md):
+ * each parses and names the build's own secret manager. An environment entry reaches the image
+ * of every method but packer (as a build argument, an ENV line or a buildpack's environment),
+ * so a reference there is refused for them: a secret must not end up in an image's history.
+ */
+function checkSecretReferences(
+  type: MethodName | undefined,
+  environment: Record<string, string>,
+  config: Partial<BuildConfig> | undefined,
+  details: Details,
+): void {
+  const manager = config?.secret_manager_type;
+  const entries: Array<[string, string]> = [
+    ...Object.entries(environment).map(([name, value]): [string, string] => [
+      `manifest.environment.${name}`,
+      value,
+    ]),
+    ...Object.entries(config?.secrets ?? {}).map(([name, value]): [string, string] => [
+      `manifest.build_config.secrets.${name}`,
+      value,
+    ]),
+  ];
+  for (const [field, value] of entries) {
+    if (!isSecretReference(value)) continue;
+    if (field.startsWith('manifest.environment.') && type !== undefined && type !== 'packer') {
+      details[field] = MANIFEST_MESSAGES.secretInEnvironment(type);
+      continue;
+    }
+    const problem = manager === undefined ? undefined : secretValueProblem(value, manager);
+    if (problem !== undefined) details[field] = problem;
+  }
 }
 
 function resultOf({ details, manifest }: ManifestRead): ManifestResult {

@@ -1,8 +1,11 @@
 import type { V1Container, V1EnvVar, V1SecurityContext } from '@kubernetes/client-node';
 
+import { isSecretReference } from '../secret-managers/reference.js';
 import type { BuildSpec } from './build-spec.js';
 import {
+  BUILD_SECRET_ENV_REF,
   BUILDER_CONTAINER,
+  ENV_SECRET_PREFIX,
   FILES_DIR,
   type JobContext,
   jobOf,
@@ -195,7 +198,17 @@ export function packerJob(spec: BuildSpec, context: JobContext): JobTranslation 
   const env: V1EnvVar[] = [
     ...Object.entries(packerPlan.env)
       .filter(([name]) => !fixed.has(name))
-      .map(([name, value]) => ({ name, value })),
+      .map(([name, value]): V1EnvVar =>
+        // A reference is resolved when the build starts, into the build's own Secret.
+        isSecretReference(value)
+          ? {
+              name,
+              valueFrom: {
+                secretKeyRef: { name: BUILD_SECRET_ENV_REF, key: `${ENV_SECRET_PREFIX}${name}` },
+              },
+            }
+          : { name, value },
+      ),
     ...PACKER_ENV,
   ];
 

@@ -82,6 +82,10 @@ export const MANIFEST_MESSAGES = {
   buildTypeMismatch: 'build_type must equal manifest.type',
   onlyForBuildx: 'only for buildx builds',
   notAllowed: 'is not allowed',
+  secretInEnvironment: (method: string): string =>
+    method === 'buildx'
+      ? 'a secret reference in environment would be written into the image as a build argument: put it in build_config.secrets and mount it with RUN --mount=type=secret'
+      : `a secret reference in environment would be written into the image of a ${method} build; only packer builds take secrets in environment`,
 } as const;
 
 /** Problems found in a manifest, keyed by field path (`manifest.build_config.dockerfile`). */

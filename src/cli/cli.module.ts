@@ -5,6 +5,7 @@ import { TenancyModule } from '../auth/tenancy.module.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { DatabaseModule } from '../database/database.module.js';
+import { IntegrationsModule } from '../integrations/integrations.module.js';
 import { ProjectsModule } from '../projects/projects.module.js';
 
 /** The services the admin CLI drives, without HTTP. */
@@ -14,7 +15,12 @@ export class CliModule {
     return {
       module: CliModule,
       global: true,
-      imports: [DatabaseModule.forDataSource(dataSource), TenancyModule, ProjectsModule],
+      imports: [
+        DatabaseModule.forDataSource(dataSource),
+        TenancyModule,
+        ProjectsModule,
+        IntegrationsModule,
+      ],
       providers: [
         { provide: KilnConfig, useValue: config },
         { provide: LOGGER, useValue: logger },

@@ -1,5 +1,6 @@
 import type { TenancyService } from '../auth/tenancy.service.js';
 import { InvalidRequestError } from '../common/errors.js';
+import type { IntegrationsService } from '../integrations/integrations.service.js';
 import { type ProjectsService, toProjectResponse } from '../projects/projects.service.js';
 
 /** What a command prints: `text` for people, `json` with --json. */
@@ -11,7 +12,9 @@ export interface CommandOutput {
 export interface CommandServices {
   readonly tenancy: TenancyService;
   readonly projects: ProjectsService;
+  readonly integrations: IntegrationsService;
   readStdin(): Promise<string>;
+  readFile(path: string): Promise<string>;
 }
 
 export type Flags = Readonly<Record<string, string | boolean | undefined>>;
@@ -93,9 +96,84 @@ export async function runCommand(
         json: { projects },
       };
     }
+    case 'secret-manager set':
+    case 'registry set': {
+      const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+      const settings = await readSettings(flags, services);
+      const record =
+        noun === 'registry'
+          ? await services.integrations.setRegistry(tenant.id, required(flags, 'type'), settings)
+          : await services.integrations.setSecretManager(
+              tenant.id,
+              required(flags, 'type'),
+              settings,
+            );
+      return {
+        text: `tenant ${tenant.name} uses this ${record.type} ${noun === 'registry' ? 'registry' : 'secret manager'}:\n${indent(JSON.stringify(record.settings, null, 2))}`,
+        json: { tenant_id: tenant.id, type: record.type, settings: record.settings },
+      };
+    }
+    case 'secret-manager list':
+    case 'registry list': {
+      const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+      const records =
+        noun === 'registry'
+          ? await services.integrations.registries(tenant.id)
+          : await services.integrations.secretManagers(tenant.id);
+      const listed = records.map((r) => ({
+        type: r.type,
+        settings: r.settings,
+        updated_at: r.updatedAt.toISOString(),
+      }));
+      const text =
+        listed.length === 0
+          ? `tenant ${tenant.name} has no ${noun === 'registry' ? 'registries' : 'secret managers'}`
+          : formatTable([
+              ['TYPE', 'SETTINGS', 'UPDATED'],
+              ...listed.map((r) => [r.type, JSON.stringify(r.settings), r.updated_at]),
+            ]);
+      return {
+        text,
+        json: {
+          tenant_id: tenant.id,
+          [noun === 'registry' ? 'registries' : 'secret_managers']: listed,
+        },
+      };
+    }
+    case 'secret-manager remove':
+    case 'registry remove': {
+      const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+      const type = required(flags, 'type');
+      if (noun === 'registry') await services.integrations.removeRegistry(tenant.id, type);
+      else await services.integrations.removeSecretManager(tenant.id, type);
+      return {
+        text: `removed the ${type} settings of tenant ${tenant.name}`,
+        json: { tenant_id: tenant.id, type },
+      };
+    }
     default:
       throw new InvalidRequestError(`Unknown command: ${words.join(' ')}`);
   }
+}
+
+/** `--settings-file <path>` (or `-`: standard input), parsed as JSON. */
+async function readSettings(flags: Flags, services: CommandServices): Promise<unknown> {
+  const path = required(flags, 'settings-file');
+  const text = path === '-' ? await services.readStdin() : await services.readFile(path);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new InvalidRequestError(`${path === '-' ? 'Standard input' : path} is not JSON`, {
+      'settings-file': 'must hold a JSON object',
+    });
+  }
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
 }
 
 /** Left-aligned columns separated by two spaces, trailing blanks trimmed. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KILN_ENTITIES } from '../app.entities.js';
 import { TenancyService } from '../auth/tenancy.service.js';
@@ -9,6 +10,7 @@ import { KilnError } from '../common/errors.js';
 import { createLogger } from '../common/logger.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { openDatabase } from '../database/database.js';
+import { IntegrationsService } from '../integrations/integrations.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { CliModule } from './cli.module.js';
 import { runCommand } from './commands.js';
@@ -25,6 +27,15 @@ Commands:
                                                    Create a project; --registry is where builds
                                                    that name no repository push their images.
   project list --tenant <id|name>                  List a tenant's projects.
+  secret-manager set --tenant <id|name> --type <vault|aws_secretsmanager|azure_keyvault>
+                     --settings-file <file.json|->
+                                                   Set where a tenant's secret manager is and how
+                                                   kiln authenticates to it (README: Secret managers).
+  secret-manager list|remove --tenant <id|name> [--type <type>]
+  registry set --tenant <id|name> --type <harbor|quay|artifactory|s3> --settings-file <file.json|->
+                                                   Set a tenant's registry: its address and the
+                                                   secret references of its credentials.
+  registry list|remove --tenant <id|name> [--type <type>]
 
 Options:
   --json         Print JSON instead of text.
@@ -53,6 +64,8 @@ async function main(argv: string[]): Promise<number> {
       name: { type: 'string' },
       repo: { type: 'string' },
       registry: { type: 'string' },
+      type: { type: 'string' },
+      'settings-file': { type: 'string' },
     },
   });
   if (values.help === true || positionals.length === 0) {
@@ -88,7 +101,9 @@ async function main(argv: string[]): Promise<number> {
       const output = await runCommand(positionals, values, {
         tenancy: context.get(TenancyService),
         projects: context.get(ProjectsService),
+        integrations: context.get(IntegrationsService),
         readStdin,
+        readFile: (path) => readFile(path, 'utf8'),
       });
       print(output.text, output.json);
       return 0;

@@ -60,6 +60,11 @@ export class KilnConfig {
   };
   /** Operator: leader election, watches and workers (KILN_OPERATOR_LEASE_*, _WATCH_*, ...). */
   readonly operatorRuntime!: OperatorRuntimeSettings;
+  /**
+   * Calls to secret managers and registries when a build starts: per attempt
+   * (KILN_EXTERNAL_TIMEOUT_MS) and attempts in all (KILN_EXTERNAL_ATTEMPTS).
+   */
+  readonly externalCalls!: { readonly timeoutMs: number; readonly attempts: number };
   readonly host!: string;
   readonly port!: number;
   /** Unset: kiln runs an embedded PostgreSQL under dataDir. */
@@ -412,9 +417,15 @@ export function loadConfig(
     }
   }
 
+  const externalCalls = {
+    timeoutMs: integer('KILN_EXTERNAL_TIMEOUT_MS', 5000, 100, 120_000),
+    attempts: integer('KILN_EXTERNAL_ATTEMPTS', 3, 1, 10),
+  };
+
   if (problems.length > 0) throw new ConfigError(problems);
   return new KilnConfig({
     role,
+    externalCalls,
     kube,
     buildNamespace,
     operatorDrainDeadlineMs,

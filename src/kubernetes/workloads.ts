@@ -60,6 +60,19 @@ export class KubeWorkloads {
     return kubeCall(() => this.core.createNamespacedSecret({ namespace, body }));
   }
 
+  /**
+   * A build's own Secret, read back by an operator that adopts a running build to mask what its
+   * pod was given; undefined when it does not exist.
+   */
+  async readSecret(namespace: string, name: string): Promise<k8s.V1Secret | undefined> {
+    try {
+      return await kubeCall(() => this.core.readNamespacedSecret({ namespace, name }));
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
   patchSecret(namespace: string, name: string, patch: object): Promise<k8s.V1Secret> {
     return kubeCall(() =>
       this.core.patchNamespacedSecret(

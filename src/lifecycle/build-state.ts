@@ -14,6 +14,10 @@ export const FAILURE_REASONS = [
   'ImagePullFailed',
   /** The image was built and pushed; its scan findings exceed the build's scan policy. */
   'PolicyViolation',
+  /** A secret reference could not be resolved, or its manager could not be asked, at start. */
+  'SecretUnavailable',
+  /** The registry refused the build's credentials in the pre-flight check before the Job. */
+  'RegistryUnauthorized',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
@@ -30,6 +34,8 @@ export function isInfrastructureFailure(reason: FailureReason): boolean {
     case 'OutOfMemory':
     case 'InvalidSpec':
     case 'PolicyViolation':
+    case 'SecretUnavailable':
+    case 'RegistryUnauthorized':
       return false;
   }
 }

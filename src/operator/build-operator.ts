@@ -12,6 +12,7 @@ import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../build-methods/job.js'
 import { BuildArtifacts } from '../artifacts/build-artifacts.js';
 import { SBOM_TOOLS, SCAN_TOOLS } from '../build-methods/types.js';
 import { LOGGER } from '../common/logger.js';
+import { BuildAccess } from '../integrations/build-access.js';
 import { SecretSealer } from '../secrets/secret-sealer.js';
 import { KilnConfig } from '../config/config.js';
 import { CustomResources } from '../kubernetes/custom-resources.js';
@@ -64,6 +65,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     private readonly logs: BuildLogsRepository,
     private readonly artifacts: BuildArtifacts,
     private readonly sealer: SecretSealer,
+    private readonly access: BuildAccess,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -144,6 +146,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       lifecycle: this.lifecycle,
       artifacts: this.artifacts,
       sealer: this.sealer,
+      access: this.access,
       sink: this.sink,
       logs: new PodLogs(kube),
       cursors: this.logs,

@@ -4,6 +4,7 @@ import { Builds1763856000000 } from './1763856000000-builds.js';
 import { RateLimits1763942400000 } from './1763942400000-rate-limits.js';
 import { BuildLogs1764028800000 } from './1764028800000-build-logs.js';
 import { ActiveRetry1764115200000 } from './1764115200000-active-retry.js';
+import { SecretManagersAndRegistries1764720000000 } from './1764720000000-secret-managers-and-registries.js';
 import { ProjectDefaultRegistry1764201600000 } from './1764201600000-project-default-registry.js';
 import { BuildSpec1764288000000 } from './1764288000000-build-spec.js';
 import { BuildLogCounters1764374400000 } from './1764374400000-build-log-counters.js';
@@ -27,4 +28,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   ImagePullFailed1764460800000,
   LogFollowerClaim1764547200000,
   BuildArtifacts1764633600000,
+  SecretManagersAndRegistries1764720000000,
 ];

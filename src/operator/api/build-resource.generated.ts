@@ -40,6 +40,8 @@ export const BUILD_FAILURE_REASONS = [
   'InternalError',
   'ImagePullFailed',
   'PolicyViolation',
+  'SecretUnavailable',
+  'RegistryUnauthorized',
 ] as const;
 export type BuildFailureReason = (typeof BUILD_FAILURE_REASONS)[number];
 

@@ -6,12 +6,19 @@ import type {
   V1Secret,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { BUILD_SECRET_PREFIX, buildObjectName, type JobSettings } from '../../build-methods/job.js';
+import {
+  BUILD_SECRET_PREFIX,
+  buildObjectName,
+  ENV_SECRET_PREFIX,
+  type JobSettings,
+  REGISTRY_CONFIG_KEY,
+} from '../../build-methods/job.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
 import { ConflictError, NotFoundError } from '../../common/errors.js';
 import type { CustomResources } from '../../kubernetes/custom-resources.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
+import type { BuildAccess, BuildAccessGrant } from '../../integrations/build-access.js';
 import type { KubeWorkloads } from '../../kubernetes/workloads.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import type { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
@@ -84,6 +91,11 @@ export interface ReconcilerDeps {
   readonly artifacts: ReconcilerArtifacts;
   /** Unseals build secrets for the build's Secret and the log masker; seals a Build's own. */
   readonly sealer: SecretSealer;
+  /**
+   * Resolves a starting build's secret references and checks its registry (BuildAccess):
+   * the values go into the build's Secret and the masker, never into kiln's database.
+   */
+  readonly access: Pick<BuildAccess, 'prepare'>;
   readonly builds: CustomResources<BuildResource>;
   readonly workloads: KubeWorkloads;
   readonly lifecycle: BuildLifecycle;
@@ -318,7 +330,7 @@ export class BuildReconciler {
 
     const pod = this.deps.caches.podOfJob(namespace, jobName);
     if (pod !== undefined) this.podsSeen.add(record.id);
-    this.registerSecrets(record);
+    await this.registerSecrets(record, namespace);
     const following = this.follow(record, namespace, pod);
     this.trackPull(record.id, pod);
 
@@ -352,6 +364,19 @@ export class BuildReconciler {
   ): Promise<V1Job | 'exists' | 'refused'> {
     const namespace = this.namespaceOf(resource);
     const name = buildObjectName(record.id);
+    const access = await this.deps.access.prepare(record);
+    if (!access.ok) {
+      const failed = await this.transition(record, () =>
+        this.deps.lifecycle.fail(record.id, access.reason, access.message),
+      );
+      await this.event(resource, 'Warning', access.reason, access.message);
+      await this.ended(resource, failed);
+      return 'refused';
+    }
+    // Before any line of the pod is read, and before the Job exists to print one.
+    if (access.masked.length > 0) this.deps.sink.registerSecrets(record.id, access.masked);
+    const credentialsSecret =
+      access.dockerConfig !== undefined ? name : resource.spec.output?.credentialsSecret;
     const translation = BUILD_METHODS[record.spec.method].jobSpec(record.spec, {
       buildId: record.id,
       tenantId: record.tenantId,
@@ -361,9 +386,7 @@ export class BuildReconciler {
       settings: this.deps.settings.job,
       configMapName: name,
       buildSecretName: name,
-      ...(resource.spec.output?.credentialsSecret === undefined
-        ? {}
-        : { credentialsSecret: resource.spec.output.credentialsSecret }),
+      ...(credentialsSecret === undefined ? {} : { credentialsSecret }),
     });
     if (translation.kind === 'unsupported') {
       const failed = await this.transition(record, () =>
@@ -378,7 +401,7 @@ export class BuildReconciler {
     }
     const secretKeys = translation.secretKeys ?? [];
     if (secretKeys.length > 0) {
-      const secret = await this.buildSecret(record, secretKeys, translation.job);
+      const secret = await this.buildSecret(record, secretKeys, translation.job, access);
       if (secret === undefined) return 'refused';
       await ignoreExists(this.deps.workloads.createSecret(namespace, secret));
     }
@@ -395,10 +418,11 @@ export class BuildReconciler {
     }
     if (translation.configMap !== undefined) await this.ownConfigMap(namespace, record.id, created);
     else this.configMapsOwned.add(record.id);
-    if (translation.notes.length > 0) {
+    const notes = [...access.notes, ...translation.notes];
+    if (notes.length > 0) {
       await this.deps.sink.append(
         record.id,
-        translation.notes.map((text) => ({ text: `[kiln] ${text}`, container: 'kiln' })),
+        notes.map((text) => ({ text: `[kiln] ${text}`, container: 'kiln' })),
       );
     }
     await this.event(resource, 'Normal', 'JobCreated', `created Job ${name}`);
@@ -416,6 +440,7 @@ export class BuildReconciler {
     record: BuildEntity,
     keys: readonly string[],
     job: V1Job,
+    access: BuildAccessGrant,
   ): Promise<V1Secret | undefined> {
     const data: Record<string, string> = {};
     let tokens: Record<'sbom' | 'scan', string> | undefined;
@@ -423,18 +448,21 @@ export class BuildReconciler {
       tokens = await this.deps.artifacts.mintUploadTokens(record.id, record.spec.timeoutSeconds);
       if (tokens === undefined) return undefined;
     }
-    const secrets = this.deps.sealer.unsealAll(record.spec.config.secrets ?? {});
     for (const key of keys) {
       const value = key.startsWith(UPLOAD_TOKEN_PREFIX)
         ? tokens?.[key.slice(UPLOAD_TOKEN_PREFIX.length) as 'sbom' | 'scan']
         : key.startsWith(BUILD_SECRET_PREFIX)
-          ? secrets[key.slice(BUILD_SECRET_PREFIX.length)]
-          : undefined;
+          ? access.secrets[key.slice(BUILD_SECRET_PREFIX.length)]
+          : key.startsWith(ENV_SECRET_PREFIX)
+            ? access.env[key.slice(ENV_SECRET_PREFIX.length)]
+            : key === REGISTRY_CONFIG_KEY
+              ? access.dockerConfig
+              : undefined;
       if (value === undefined)
         throw new Error(`the Job of build ${record.id} reads an unknown Secret key ${key}`);
       data[key] = Buffer.from(value, 'utf8').toString('base64');
     }
-    this.registerSecrets(record);
+    this.secretsRegistered.add(record.id);
     return {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -449,11 +477,22 @@ export class BuildReconciler {
     };
   }
 
-  /** Registers a build's secret values with the LogSink, once per process and build. */
-  private registerSecrets(record: BuildEntity): void {
+  /**
+   * Registers a build's secret values with the LogSink, once per process and build. A build this
+   * process did not start (adopted after a restart or a lost lease) has them in its own Secret,
+   * read back: what its pod was given is exactly what must be masked. Resolved values exist
+   * nowhere else.
+   */
+  private async registerSecrets(record: BuildEntity, namespace: string): Promise<void> {
     if (this.secretsRegistered.has(record.id)) return;
     const values = Object.values(this.deps.sealer.unsealAll(record.spec.config.secrets ?? {}));
-    if (values.length > 0) this.deps.sink.registerSecrets(record.id, values);
+    const secret = await this.deps.workloads.readSecret(namespace, buildObjectName(record.id));
+    for (const [key, encoded] of Object.entries(secret?.data ?? {})) {
+      const value = Buffer.from(encoded, 'base64').toString('utf8');
+      values.push(value, ...(key === REGISTRY_CONFIG_KEY ? dockerConfigSecrets(value) : []));
+    }
+    const masked = values.filter((value) => value !== '');
+    if (masked.length > 0) this.deps.sink.registerSecrets(record.id, masked);
     this.secretsRegistered.add(record.id);
   }
 
@@ -639,7 +678,7 @@ export class BuildReconciler {
       return this.mirror(resource, record, job === undefined ? {} : { jobName });
     }
     // A build that ended while this operator was away: read what its pod still holds.
-    this.registerSecrets(record);
+    await this.registerSecrets(record, namespace);
     const following = this.follow(record, namespace, pod);
     if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
     if (job !== undefined && !this.configMapsOwned.has(record.id)) {
@@ -883,4 +922,19 @@ function readsSecret(job: V1Job, name: string): boolean {
   return [...(pod.initContainers ?? []), ...pod.containers].some((container) =>
     (container.env ?? []).some((variable) => variable.valueFrom?.secretKeyRef?.name === name),
   );
+}
+
+/** The credentials inside a Docker config: each `auth` and the password it encodes. */
+function dockerConfigSecrets(text: string): string[] {
+  try {
+    const config = JSON.parse(text) as { auths?: Record<string, { auth?: string }> };
+    return Object.values(config.auths ?? {}).flatMap(({ auth }) => {
+      if (typeof auth !== 'string') return [];
+      const decoded = Buffer.from(auth, 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      return colon < 0 ? [auth] : [auth, decoded.slice(colon + 1)];
+    });
+  } catch {
+    return [];
+  }
 }

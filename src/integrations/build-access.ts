@@ -1,0 +1,218 @@
+import type { BuildSpec } from '../build-methods/build-spec.js';
+import { pushTargets } from '../build-methods/build-spec.js';
+import type { RegistryType } from '../build-methods/types.js';
+import type { FailureReason } from '../lifecycle/build-state.js';
+import {
+  ImageReferenceError,
+  repositoryProblem,
+  splitImageReference,
+} from '../registries/naming.js';
+import {
+  type OciRegistryType,
+  type RegistryCredentials,
+  type RegistryPreflight,
+  RegistryUnauthorizedError,
+  RegistryUnavailableError,
+} from '../registries/registry.js';
+import type { OciRegistrySettings, RegistrySettingsByType } from '../registries/settings.js';
+import { isSecretReference } from '../secret-managers/reference.js';
+import type { Resolution } from '../secret-managers/secret-resolver.js';
+import type { SecretSealer } from '../secrets/secret-sealer.js';
+
+/** Where a tenant's registry settings come from (IntegrationsService). */
+export interface RegistrySettingsSource {
+  registry<T extends RegistryType>(
+    tenantId: string,
+    type: T,
+  ): Promise<RegistrySettingsByType[T] | undefined>;
+}
+
+/** What resolves references (SecretResolver). */
+export interface ReferenceResolver {
+  resolve(
+    tenantId: string,
+    fields: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<Resolution>;
+}
+
+export interface BuildAccessDeps {
+  readonly registries: RegistrySettingsSource;
+  readonly resolver: ReferenceResolver;
+  /** The pre-flight check of each OCI registry type (OciRegistryPreflight). */
+  readonly preflight: (type: OciRegistryType) => RegistryPreflight;
+  readonly sealer: SecretSealer;
+}
+
+/** The build being started, as far as access goes. */
+export interface BuildToStart {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly buildNumber: number;
+  readonly spec: BuildSpec;
+}
+
+/** What a starting build's Job gets, every value resolved; held in memory only. */
+export interface BuildAccessGrant {
+  readonly ok: true;
+  /** buildx secrets by id. */
+  readonly secrets: Readonly<Record<string, string>>;
+  /** Environment entries that were references, by name (plain ones stay in the spec). */
+  readonly env: Readonly<Record<string, string>>;
+  /** A Docker config.json for the tenant's registry, when it has credentials. */
+  readonly dockerConfig?: string;
+  /** Every value that must never show in a log line. */
+  readonly masked: readonly string[];
+  /** Lines for the build log (`[kiln] …`). */
+  readonly notes: readonly string[];
+}
+
+export interface BuildAccessRefusal {
+  readonly ok: false;
+  readonly reason: Extract<
+    FailureReason,
+    'SecretUnavailable' | 'RegistryUnauthorized' | 'InvalidSpec'
+  >;
+  readonly message: string;
+}
+
+const OCI_TYPES: ReadonlySet<RegistryType> = new Set(['harbor', 'quay', 'artifactory']);
+
+/**
+ * Prepares what a build needs from outside kiln when it starts, shared by the operator and the
+ * local runner (docs/adr/0021-secret-references.md, 0022-registries.md):
+ *
+ * 1. every reference among its buildx secrets, environment and the tenant's registry credentials
+ *    resolved through the tenant's secret manager (failure: SecretUnavailable, naming the field
+ *    and the reference);
+ * 2. its push targets on the tenant's registry checked against that registry's naming rules
+ *    (InvalidSpec) and by the pre-flight token flow (RegistryUnauthorized), so bad credentials
+ *    fail before a pod is scheduled. A registry that cannot be reached is no verdict: the build
+ *    goes on with a note, and fails at push if it is still down.
+ */
+export class BuildAccess {
+  constructor(private readonly deps: BuildAccessDeps) {}
+
+  async prepare(
+    build: BuildToStart,
+    signal?: AbortSignal,
+  ): Promise<BuildAccessGrant | BuildAccessRefusal> {
+    const { config } = build.spec;
+    const secrets = this.deps.sealer.unsealAll(config.secrets ?? {});
+    const fields: Record<string, string> = {};
+    for (const [id, value] of Object.entries(secrets)) {
+      fields[`manifest.build_config.secrets.${id}`] = value;
+    }
+    for (const [name, value] of Object.entries(build.spec.env)) {
+      if (isSecretReference(value)) fields[`manifest.environment.${name}`] = value;
+    }
+    const registryType = build.spec.output.registryType ?? undefined;
+    const registry =
+      registryType !== undefined && OCI_TYPES.has(registryType)
+        ? ((await this.deps.registries.registry(build.tenantId, registryType)) as
+            OciRegistrySettings | undefined)
+        : undefined;
+    if (registry?.username !== undefined && registry.password !== undefined) {
+      fields[`registry.${registryType}.username`] = registry.username;
+      fields[`registry.${registryType}.password`] = registry.password;
+    }
+
+    const resolution = await this.deps.resolver.resolve(build.tenantId, fields, signal);
+    if (!resolution.ok) {
+      return { ok: false, reason: 'SecretUnavailable', message: resolution.message };
+    }
+    const values = resolution.values;
+    const masked = new Set<string>();
+    const resolvedSecrets: Record<string, string> = {};
+    for (const id of Object.keys(secrets)) {
+      resolvedSecrets[id] = values[`manifest.build_config.secrets.${id}`]!;
+      masked.add(resolvedSecrets[id]);
+    }
+    const env: Record<string, string> = {};
+    for (const name of Object.keys(build.spec.env)) {
+      const value = values[`manifest.environment.${name}`];
+      if (value === undefined) continue;
+      env[name] = value;
+      masked.add(value);
+    }
+
+    const notes: string[] = [];
+    let credentials: RegistryCredentials | undefined;
+    let dockerConfig: string | undefined;
+    if (registry !== undefined && registryType !== undefined && registryType !== 's3') {
+      if (registry.username !== undefined) {
+        credentials = {
+          username: values[`registry.${registryType}.username`]!,
+          password: values[`registry.${registryType}.password`]!,
+        };
+        const auth = Buffer.from(`${credentials.username}:${credentials.password}`).toString(
+          'base64',
+        );
+        dockerConfig = JSON.stringify({ auths: { [registry.address]: { auth } } });
+        masked.add(credentials.password);
+        masked.add(auth);
+      }
+      const checked = await this.checkTargets(build, registryType, registry, credentials, signal);
+      if ('reason' in checked) return checked;
+      notes.push(...checked.notes);
+    }
+    return {
+      ok: true,
+      secrets: resolvedSecrets,
+      env,
+      ...(dockerConfig === undefined ? {} : { dockerConfig }),
+      masked: [...masked].filter((value) => value !== ''),
+      notes,
+    };
+  }
+
+  /** The build's push targets on the tenant's registry: named by its rules, and pushable. */
+  private async checkTargets(
+    build: BuildToStart,
+    type: OciRegistryType,
+    registry: OciRegistrySettings,
+    credentials: RegistryCredentials | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<BuildAccessRefusal | { notes: string[] }> {
+    const repositories = new Set<string>();
+    for (const target of pushTargets(build.spec.output, build.buildNumber)) {
+      let reference;
+      try {
+        reference = splitImageReference(target);
+      } catch (error) {
+        if (error instanceof ImageReferenceError) {
+          return { ok: false, reason: 'InvalidSpec', message: error.message };
+        }
+        throw error;
+      }
+      if (reference.host !== registry.address) continue;
+      const problem = repositoryProblem(type, reference.path);
+      if (problem !== undefined) {
+        return { ok: false, reason: 'InvalidSpec', message: `${target}: ${problem}` };
+      }
+      repositories.add(reference.path);
+    }
+    const notes: string[] = [];
+    for (const path of repositories) {
+      const repository = { host: registry.address, path };
+      try {
+        await this.deps.preflight(type).checkPush(repository, credentials, {
+          insecure: registry.insecure === true,
+          ...(signal === undefined ? {} : { signal }),
+        });
+      } catch (error) {
+        if (error instanceof RegistryUnauthorizedError) {
+          return { ok: false, reason: 'RegistryUnauthorized', message: error.message };
+        }
+        if (error instanceof RegistryUnavailableError) {
+          notes.push(
+            `the pre-flight check of ${registry.address}/${path} could not reach the registry (${error.message}); the build goes on and pushes when it is done`,
+          );
+          continue;
+        }
+        throw error;
+      }
+    }
+    return { notes };
+  }
+}

@@ -1,0 +1,50 @@
+import { Module } from '@nestjs/common';
+import { KilnConfig } from '../config/config.js';
+import { OciRegistryPreflight } from '../registries/oci-preflight.js';
+import { createSecretManager } from '../secret-managers/secret-managers.js';
+import { SecretResolver } from '../secret-managers/secret-resolver.js';
+import { SecretSealer } from '../secrets/secret-sealer.js';
+import { BuildAccess } from './build-access.js';
+import { IntegrationsRepository } from './integrations.repository.js';
+import { IntegrationsService } from './integrations.service.js';
+import { TenantRegistryEntity } from './tenant-registry.entity.js';
+import { TenantSecretManagerEntity } from './tenant-secret-manager.entity.js';
+
+/** The entities this feature maps; src/app.entities.ts registers them with the DataSource. */
+export const INTEGRATIONS_ENTITIES = [TenantSecretManagerEntity, TenantRegistryEntity];
+
+/**
+ * Tenants' secret managers and registries: their settings, and BuildAccess, which the runners
+ * ask when a build starts. The adapters live beside their ports (src/secret-managers,
+ * src/registries).
+ */
+@Module({
+  providers: [
+    IntegrationsRepository,
+    IntegrationsService,
+    {
+      provide: BuildAccess,
+      inject: [IntegrationsService, SecretSealer, KilnConfig],
+      useFactory: (integrations: IntegrationsService, sealer: SecretSealer, config: KilnConfig) =>
+        new BuildAccess({
+          registries: integrations,
+          resolver: new SecretResolver(integrations, (type, settings) =>
+            createSecretManager(type, settings, config.externalCalls),
+          ),
+          preflight: (type) => {
+            const preflight = new OciRegistryPreflight(type);
+            return {
+              checkPush: (repository, credentials, options) =>
+                preflight.checkPush(repository, credentials, {
+                  timeoutMs: config.externalCalls.timeoutMs,
+                  ...options,
+                }),
+            };
+          },
+          sealer,
+        }),
+    },
+  ],
+  exports: [IntegrationsService, BuildAccess],
+})
+export class IntegrationsModule {}

@@ -1,0 +1,312 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
+import { BUILDKIT_IMAGE } from '../src/build-methods/images.js';
+import { BUILD_SECRETS_DIR } from '../src/build-methods/job.js';
+import { IntegrationsRepository } from '../src/integrations/integrations.repository.js';
+import { IntegrationsService } from '../src/integrations/integrations.service.js';
+import { wizardManifest } from './support/builds.js';
+import { FakeAwsSecretsManager } from './support/fake-aws-secrets-manager.js';
+import { FakeTokenRegistry } from './support/fake-token-registry.js';
+import { FakeVault } from './support/fake-vault.js';
+import { jsonOf } from './support/http.js';
+import { noteDoubleOnly } from './support/kube/cluster-target.js';
+import type { ContainerRunContext } from './support/kube/kubelet.js';
+import { type BuildRecord, NS, OperatorGround, until } from './support/operator-ground.js';
+
+noteDoubleOnly('secret managers and registries behind fakes');
+
+/**
+ * Issue 15 end to end: a build's secret references resolved by the tenant's secret manager when
+ * the operator starts it, into the build's own Secret and nowhere else; the registry's pre-flight
+ * check before the Job. The managers and the registry are fakes that speak the vendors' wire
+ * protocols (each pinned by its own spec); the SDKs are the real ones.
+ */
+const EXTERNAL = { KILN_EXTERNAL_TIMEOUT_MS: '300', KILN_EXTERNAL_ATTEMPTS: '2' };
+
+let ground: OperatorGround;
+let vault: FakeVault;
+let aws: FakeAwsSecretsManager;
+let registry: FakeTokenRegistry;
+let files: string;
+
+/** A value no fixture holds, long enough to be masked. */
+const secretValue = (): string => randomBytes(18).toString('base64url');
+
+beforeAll(async () => {
+  [ground, vault, aws, registry] = await Promise.all([
+    OperatorGround.start('operator-secret-managers', { apiEnv: EXTERNAL }),
+    FakeVault.start(),
+    FakeAwsSecretsManager.start({ region: 'eu-west-1' }),
+    FakeTokenRegistry.start(),
+  ]);
+  files = mkdtempSync(join(tmpdir(), 'kiln-managers-'));
+  await ground.startOperator({ env: EXTERNAL });
+});
+
+afterEach(async () => {
+  vault.hang = false;
+  await integrations()
+    .removeRegistry(ground.seeded.tenantA, 'harbor')
+    .catch(() => undefined);
+});
+
+afterAll(async () => {
+  await Promise.all([ground?.close(), vault?.stop(), aws?.stop(), registry?.stop()]);
+  rmSync(files, { recursive: true, force: true });
+});
+
+/** What `kiln secret-manager set` and `kiln registry set` write, on the suite's database. */
+const integrations = (): IntegrationsService =>
+  new IntegrationsService(new IntegrationsRepository(ground.api.dataSource));
+
+/** A file the tenant's settings name (a mounted Kubernetes Secret in a real deployment). */
+function file(name: string, text: string): string {
+  const path = join(files, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+async function useVault(): Promise<void> {
+  const token = `hvs.${randomBytes(12).toString('hex')}`;
+  vault.addToken(token, { policies: ['kv/'] });
+  await integrations().setSecretManager(ground.seeded.tenantA, 'vault', {
+    address: vault.url,
+    auth: { method: 'token', tokenFile: file('vault-token', token) },
+  });
+}
+
+async function useAws(): Promise<void> {
+  const id = `AKIA${randomBytes(8).toString('hex').toUpperCase()}`;
+  const key = randomBytes(20).toString('base64');
+  aws.addCredentials(id, key);
+  await integrations().setSecretManager(ground.seeded.tenantA, 'aws_secretsmanager', {
+    region: 'eu-west-1',
+    endpoint: aws.url,
+    credentialsFile: file(
+      'aws-credentials',
+      `[default]\naws_access_key_id = ${id}\naws_secret_access_key = ${key}\n`,
+    ),
+  });
+}
+
+/** The host file behind a path in the container. */
+function hostPath(context: ContainerRunContext, path: string): string {
+  for (const [mountPath, dir] of Object.entries(context.mounts)) {
+    if (path === mountPath || path.startsWith(`${mountPath}/`))
+      return join(dir, posix.relative(mountPath, path));
+  }
+  throw new Error(`${path} is on no volume of container ${context.container}`);
+}
+
+/** A builder that prints what a careless Dockerfile step would: the mounted secret. */
+function printingBuilder(): void {
+  ground.cluster.kubelet.script(BUILDKIT_IMAGE, {
+    run: (context) => {
+      const value = readFileSync(
+        hostPath(context, `${BUILD_SECRETS_DIR}/build-secret.npm_token`),
+        'utf8',
+      );
+      return Promise.resolve({ lines: [`npm token: ${value}`, 'pushed'] });
+    },
+  });
+}
+
+/** A buildx build with `secrets`, created and started through the API. */
+async function started(
+  secretManager: string,
+  secrets: Record<string, string>,
+  repository = 'registry.example.com/team/app',
+): Promise<string> {
+  const manifest = wizardManifest('buildx');
+  Object.assign(manifest['build_config'] as Record<string, unknown>, {
+    secret_manager_type: secretManager,
+    secrets,
+    registry_repository: repository,
+  });
+  const created = await ground.admin.request('POST', '/builds', {
+    tenant_id: ground.seeded.tenantA,
+    project_id: ground.seeded.projectA,
+    manifest,
+  });
+  expect(created.status).toBe(201);
+  const id = (await jsonOf(created)).data.id as string;
+  expect((await ground.admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
+  return id;
+}
+
+const secretOf = (id: string): V1Secret | undefined =>
+  ground.cluster.object('v1', 'secrets', NS, `kiln-${id}`) as V1Secret | undefined;
+
+/** Every row of every table of kiln's database, as text. */
+async function databaseText(): Promise<string> {
+  const tables: Array<{ name: string }> = await ground.api.dataSource.query(
+    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
+  );
+  const texts = await Promise.all(
+    tables.map(async ({ name }) => {
+      const rows: Array<{ text: string }> = await ground.api.dataSource.query(
+        `SELECT t::text AS text FROM "${name}" t`,
+      );
+      return rows.map((row) => row.text).join('\n');
+    }),
+  );
+  return texts.join('\n');
+}
+
+/** Everything the cluster holds but the build's own Secret. */
+function clusterText(id: string): string {
+  return [
+    ...ground.cluster.objects('kiln.dev/v1alpha1', 'builds', NS),
+    ...ground.cluster.objects('batch/v1', 'jobs', NS),
+    ...ground.cluster.objects('v1', 'pods', NS),
+    ...ground.cluster.objects('v1', 'configmaps', NS),
+    ...ground.cluster.objects('v1', 'events', NS),
+    ...ground.cluster.objects('v1', 'secrets', NS).filter((s) => s.metadata.name !== `kiln-${id}`),
+  ]
+    .map((object) => JSON.stringify(object))
+    .join('\n');
+}
+
+async function failedWith(id: string, reason: string): Promise<BuildRecord> {
+  const build = await ground.ended(id);
+  expect({ status: build.status, reason: await ground.column(id, 'failure_reason') }).toEqual({
+    status: 'failed',
+    reason,
+  });
+  return build;
+}
+
+describe('secret references through the operator', () => {
+  it.each([
+    [
+      'vault',
+      useVault,
+      (value: string): string => {
+        vault.put('kv', 'team/npm', { token: value });
+        return 'vault:kv/data/team/npm#token';
+      },
+    ],
+    [
+      'aws_secretsmanager',
+      useAws,
+      (value: string): string => {
+        aws.put('team/npm', JSON.stringify({ token: value }));
+        return 'aws:team/npm#token';
+      },
+    ],
+  ] as const)(
+    'a buildx secret from %s reaches the builder through the build’s Secret only, masked in the log',
+    async (manager, configure, seed) => {
+      await configure();
+      const value = secretValue();
+      const reference = seed(value);
+      printingBuilder();
+
+      const id = await started(manager, { npm_token: reference });
+      const build = await ground.ended(id);
+      expect({ status: build.status, error: build.error_message }).toEqual({
+        status: 'success',
+        error: null,
+      });
+
+      const secret = secretOf(id)!;
+      expect(Buffer.from(secret.data!['build-secret.npm_token']!, 'base64').toString()).toBe(value);
+      expect(secret.metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'Job', name: `kiln-${id}`, controller: true }),
+      ]);
+      const lines = await ground.storedLines(id);
+      expect(lines.map((l) => l.message)).toContain('npm token: ***');
+      const encoded = Buffer.from(value).toString('base64');
+      for (const text of [clusterText(id), await databaseText()]) {
+        expect(text).not.toContain(value);
+        expect(text).not.toContain(encoded);
+      }
+      // The reference itself is no secret: the build's record keeps it, sealed like any secret.
+      expect(reference).toMatch(/^(vault|aws):/);
+
+      // The Secret goes with its Job (Kubernetes' garbage collector).
+      ground.cluster.deleteAsController('batch/v1', 'Job', NS, `kiln-${id}`, 'Background');
+      await until('the build’s Secret to be collected', () => secretOf(id) === undefined);
+    },
+  );
+
+  it('a reference to a secret that does not exist fails the build with SecretUnavailable, naming it', async () => {
+    await useVault();
+    const id = await started('vault', { npm_token: 'vault:kv/data/team/missing#token' });
+    const build = await failedWith(id, 'SecretUnavailable');
+    expect(build.error_message).toContain(
+      'manifest.build_config.secrets.npm_token: vault:kv/data/team/missing#token could not be resolved',
+    );
+    expect(ground.jobOf(id)).toBeUndefined();
+    expect(secretOf(id)).toBeUndefined();
+  });
+
+  it('a manager that does not answer fails the start with a clear message, no Job and no hang', async () => {
+    await useVault();
+    vault.hang = true;
+    const id = await started('vault', { npm_token: 'vault:kv/data/team/npm#token' });
+    const build = await failedWith(id, 'SecretUnavailable');
+    expect(build.error_message).toMatch(/vault: .*(timed out|did not answer|unavailable)/i);
+    expect(ground.jobOf(id)).toBeUndefined();
+  });
+
+  it('a tenant without settings for the chosen manager gets a message saying how to add them', async () => {
+    await integrations()
+      .removeSecretManager(ground.seeded.tenantA, 'aws_secretsmanager')
+      .catch(() => undefined);
+    const id = await started('aws_secretsmanager', { npm_token: 'aws:team/npm#token' });
+    const build = await failedWith(id, 'SecretUnavailable');
+    expect(build.error_message).toContain('kiln secret-manager set --type aws_secretsmanager');
+  });
+});
+
+describe('the registry pre-flight check through the operator', () => {
+  async function useHarbor(password: string): Promise<string> {
+    await useVault();
+    vault.put('kv', 'registry/robot', { username: 'robot$team+ci', password });
+    await integrations().setRegistry(ground.seeded.tenantA, 'harbor', {
+      address: registry.address,
+      insecure: true,
+      username: 'vault:kv/data/registry/robot#username',
+      password: 'vault:kv/data/registry/robot#password',
+    });
+    return `${registry.address}/team/app`;
+  }
+
+  it('good robot credentials pass, and the builder gets them as its Docker config', async () => {
+    const password = secretValue();
+    registry.addUser('robot$team+ci', password, { 'team/app': ['pull', 'push', 'delete'] });
+    const repository = await useHarbor(password);
+    printingBuilder();
+    vault.put('kv', 'team/npm', { token: secretValue() });
+
+    const id = await started('vault', { npm_token: 'vault:kv/data/team/npm#token' }, repository);
+    expect((await ground.ended(id)).status).toBe('success');
+    const config = JSON.parse(
+      Buffer.from(secretOf(id)!.data!['.dockerconfigjson']!, 'base64').toString(),
+    );
+    expect(config).toEqual({
+      auths: {
+        [registry.address]: {
+          auth: Buffer.from(`robot$team+ci:${password}`).toString('base64'),
+        },
+      },
+    });
+    expect(registry.openUploads()).toEqual([]);
+    for (const text of [clusterText(id), await databaseText()])
+      expect(text).not.toContain(password);
+  });
+
+  it('wrong credentials fail the build with RegistryUnauthorized before any Job', async () => {
+    registry.addUser('robot$team+ci', secretValue(), { 'team/app': ['pull', 'push'] });
+    const repository = await useHarbor('not-the-password');
+    const id = await started('vault', {}, repository);
+    const build = await failedWith(id, 'RegistryUnauthorized');
+    expect(build.error_message).toContain(`${registry.address}/team/app`);
+    expect(build.error_message).not.toContain('not-the-password');
+    expect(ground.jobOf(id)).toBeUndefined();
+  });
+});
