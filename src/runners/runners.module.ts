@@ -1,6 +1,7 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { KilnConfig } from '../config/config.js';
+import { IntegrationsModule } from '../integrations/integrations.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
@@ -21,7 +22,7 @@ export class RunnersModule {
     return {
       module: RunnersModule,
       global: true,
-      imports: [LifecycleModule, LogsModule, KubernetesModule, ArtifactsModule],
+      imports: [LifecycleModule, LogsModule, KubernetesModule, ArtifactsModule, IntegrationsModule],
       providers:
         runner === undefined
           ? [

@@ -1,5 +1,9 @@
 import { IMAGE_PLACEHOLDER } from '../../artifacts/tool-command.js';
-import { SecretSealer } from '../../secrets/secret-sealer.js';
+import {
+  BuildAccess,
+  type BuildAccessGrant,
+  type BuildAccessRefusal,
+} from '../../integrations/build-access.js';
 import {
   Inject,
   Injectable,
@@ -32,7 +36,7 @@ import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
 import type { BuilderFormat } from '../../logs/builder-output.js';
 import { LogSink } from '../../logs/log-sink.js';
-import { pushedImage } from '../../steps/pushed-image.js';
+import { type PushedImages, pushedImages, referenceOf } from '../../steps/pushed-image.js';
 import { BuildRunner, type RunnableBuild } from '../build-runner.js';
 import { packArgs, packerArgs, toolOf } from './build-plan.js';
 import { type ChildTool, childEnvironment } from './child-env.js';
@@ -61,13 +65,17 @@ class BuildFailure extends Error {
 }
 
 /**
- * What a plan pushed, for the SBOM and scan steps: the image by digest (`name@sha256:…`), or why
- * there is none.
+ * What a plan pushed: the image by digest (`name@sha256:…`) for the SBOM and scan steps, with
+ * every reference pushed (recorded with the build's success); or why there is none.
  */
-type Pushed = { readonly reference: string } | { readonly none: string };
+type Pushed =
+  | { readonly reference: string; readonly images: PushedImages }
+  | { readonly none: string };
 
 interface ActiveRun {
   cancelled: boolean;
+  /** What the build's references resolved to, and the tenant's registry credentials (BuildAccess). */
+  access?: BuildAccessGrant;
   /** Set when the build outlived its spec's timeout: the current child is stopped. */
   timedOut: boolean;
   child: ChildRun | undefined;
@@ -97,7 +105,7 @@ export class LocalRunner
     private readonly sink: LogSink,
     private readonly artifacts: BuildArtifacts,
     private readonly config: KilnConfig,
-    private readonly sealer: SecretSealer,
+    private readonly buildAccess: BuildAccess,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
@@ -155,6 +163,8 @@ export class LocalRunner
 
   private async execute(build: RunnableBuild, run: ActiveRun): Promise<void> {
     let failure: BuildFailure | undefined;
+    /** What the build pushed, recorded with its success. */
+    let recorded: PushedImages | undefined;
     let acquired = false;
     try {
       if (!this.slots.free) {
@@ -168,8 +178,12 @@ export class LocalRunner
       acquired = true;
       if (!run.cancelled) {
         await this.say(build.id, `running on ${HOST_PLATFORM} with the local runner`);
-        const secrets = Object.values(this.sealer.unsealAll(build.spec.config.secrets ?? {}));
-        if (secrets.length > 0) this.sink.registerSecrets(build.id, secrets);
+        // References resolved, registry checked, every value masked: before the first child runs.
+        const access = await this.prepareAccess(build, run);
+        if (!access.ok) throw new BuildFailure(access.reason, access.message);
+        if (access.masked.length > 0) this.sink.registerSecrets(build.id, access.masked);
+        run.access = access;
+        for (const note of access.notes) await this.say(build.id, note);
         const { timeoutSeconds } = build.spec;
         const timer = setTimeout(() => {
           run.timedOut = true;
@@ -177,6 +191,7 @@ export class LocalRunner
         }, timeoutSeconds * 1000);
         try {
           const pushed = await this.runPlan(build, localPlanOf(build.spec), run);
+          if ('images' in pushed) recorded = pushed.images;
           if (!run.cancelled && !run.timedOut) await this.runSteps(build, run, pushed);
         } finally {
           clearTimeout(timer);
@@ -206,7 +221,7 @@ export class LocalRunner
     await this.sink.release(build.id).catch(() => undefined);
     await this.whileDatabaseDown(build.id, deadline, () =>
       failure === undefined
-        ? this.lifecycle.succeed(build.id)
+        ? this.lifecycle.succeed(build.id, undefined, recorded)
         : this.lifecycle.fail(build.id, failure.reason, failure.message),
     );
   }
@@ -235,6 +250,28 @@ export class LocalRunner
       );
     }
     return new BuildFailure(failure.reason, this.sink.maskText(buildId, failure.message));
+  }
+
+  /**
+   * BuildAccess reads the tenant's settings from the database: while it is briefly away (as a
+   * build starts), wait for it with backoff, as the build's log lines wait; within the build's
+   * timeout, and not past a cancel.
+   */
+  private async prepareAccess(
+    build: RunnableBuild,
+    run: ActiveRun,
+  ): Promise<BuildAccessGrant | BuildAccessRefusal> {
+    const deadline = Date.now() + build.spec.timeoutSeconds * 1000;
+    for (let wait = 250; ; wait = Math.min(wait * 2, OUTCOME_RETRY_MAX_WAIT_MS)) {
+      try {
+        return await this.buildAccess.prepare(build);
+      } catch (error) {
+        if (!isDatabaseUnavailable(error) || run.cancelled || Date.now() + wait > deadline) {
+          throw error;
+        }
+        await delay(wait);
+      }
+    }
   }
 
   /** Runs `write`, again with backoff while the database is unreachable, until `deadline`. */
@@ -353,7 +390,8 @@ export class LocalRunner
         'packer',
         source,
         'packer',
-        plan.env,
+        // References in environment resolved at start (packer is the one method that takes them).
+        { ...plan.env, ...run.access?.env },
       );
       if (run.cancelled) break;
       if (result.code !== 0) {
@@ -396,7 +434,8 @@ export class LocalRunner
     const context = this.inside(source, build.spec.source.context);
     const image = `localhost/kiln/${build.id}:build`;
     const buildah = this.buildahArgs(dir);
-    const secretArgs = await this.secretFiles(build, dir);
+    const secretArgs = await this.secretFiles(build, dir, run.access);
+    const authFile = await this.registryAuthFile(dir, run.access);
     const bud = [
       ...buildah,
       'bud',
@@ -442,9 +481,7 @@ export class LocalRunner
           ...buildah,
           'push',
           ...(this.config.localInsecureRegistries.includes(registry) ? ['--tls-verify=false'] : []),
-          ...(this.config.localAuthFile === undefined
-            ? []
-            : ['--authfile', this.config.localAuthFile]),
+          ...(authFile === undefined ? [] : ['--authfile', authFile]),
           ...(index === 0 ? ['--digestfile', digestFile] : []),
           image,
           `docker://${target}`,
@@ -462,10 +499,14 @@ export class LocalRunner
       await this.say(build.id, `pushed ${target}`);
     }
     const digest = await readFile(digestFile, 'utf8').catch(() => '');
-    const reference = pushedImage('image-ref', `${targets[0]}@${digest.trim()}`);
-    return 'reference' in reference
-      ? reference
-      : { none: 'buildah did not say which digest it pushed' };
+    // Every target is the same image: buildah's digest of the first is each one's.
+    const images = pushedImages(
+      'image-ref',
+      targets.map((target) => `${target}@${digest.trim()}`).join('\n'),
+    );
+    return 'problem' in images
+      ? { none: 'buildah did not say which digest it pushed' }
+      : { reference: referenceOf(images), images };
   }
 
   /**
@@ -718,8 +759,12 @@ export class LocalRunner
    * into a file of its own (mode 0600) under the build's run directory, removed with it; the
    * value never becomes a build argument or a command-line word.
    */
-  private async secretFiles(build: RunnableBuild, dir: string): Promise<string[]> {
-    const secrets = this.sealer.unsealAll(build.spec.config.secrets ?? {});
+  private async secretFiles(
+    build: RunnableBuild,
+    dir: string,
+    access: BuildAccessGrant | undefined,
+  ): Promise<string[]> {
+    const secrets = access?.secrets ?? {};
     if (Object.keys(secrets).length === 0) return [];
     const secretsDir = join(dir, 'run', 'secrets');
     await mkdir(secretsDir, { recursive: true, mode: 0o700 });
@@ -733,6 +778,23 @@ export class LocalRunner
       args.push('--secret', `id=${id},src=${file}`);
     }
     return args;
+  }
+
+  /**
+   * The Docker config buildah pushes with: the tenant's registry credentials, resolved for this
+   * build, in a file of its own (mode 0600) removed with the build's run directory; else the
+   * machine's KILN_LOCAL_AUTH_FILE.
+   */
+  private async registryAuthFile(
+    dir: string,
+    access: BuildAccessGrant | undefined,
+  ): Promise<string | undefined> {
+    if (access?.dockerConfig === undefined) return this.config.localAuthFile;
+    const runDir = join(dir, 'run');
+    await mkdir(runDir, { recursive: true, mode: 0o700 });
+    const file = join(runDir, 'auth.json');
+    await writeFile(file, access.dockerConfig, { mode: 0o600 });
+    return file;
   }
 
   private buildahArgs(dir: string): string[] {
