@@ -114,15 +114,12 @@ describe('the local runner resolves secret references and checks the registry', 
       `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
     );
     const texts = await Promise.all(
-      tables.map(async ({ name }) =>
-        (
-          (await kiln.dataSource.query(`SELECT t::text AS text FROM "${name}" t`)) as Array<{
-            text: string;
-          }>
-        )
-          .map((row) => row.text)
-          .join('\n'),
-      ),
+      tables.map(async ({ name }) => {
+        const rows: Array<{ text: string }> = await kiln.dataSource.query(
+          `SELECT t::text AS text FROM "${name}" t`,
+        );
+        return rows.map((row) => row.text).join('\n');
+      }),
     );
     return texts.join('\n');
   }

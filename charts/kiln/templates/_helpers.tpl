@@ -111,3 +111,72 @@ seccompProfile:
 - name: tmp
   mountPath: /tmp
 {{- end -}}
+
+{{/*
+Labels or annotations a user gave (podLabels, podAnnotations, serviceAccount.annotations), every
+value a string: `--set …use=true` gives a boolean, and Kubernetes takes only strings here.
+*/}}
+{{- define "kiln.stringMap" -}}
+{{- $strings := dict }}
+{{- range $key, $value := . }}
+{{- $_ := set $strings $key (toString $value) }}
+{{- end }}
+{{- toYaml $strings }}
+{{- end -}}
+
+{{/*
+The Secret name of one credentialSecrets entry, checked: the render stops on anything Kubernetes
+would refuse as a Secret name. Called with (dict "where" "operator.credentialSecrets[0]" "secret" …).
+*/}}
+{{- define "kiln.credentialSecretName" -}}
+{{- if not (kindIs "map" .secret) }}
+{{- fail (printf "%s must be a map with a Secret name and an optional mountPath ({ name: vault-token })" .where) }}
+{{- end }}
+{{- $name := toString (.secret.name | default "") }}
+{{- if or (gt (len $name) 253) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $name)) }}
+{{- fail (printf "%s.name %q is not a Secret name: a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)" .where $name) }}
+{{- end }}
+{{- $name }}
+{{- end -}}
+
+{{/*
+The Secrets a component (api, operator) reads secret-manager credentials from (Vault tokenFile and
+caFile, AWS credentialsFile, Azure federatedTokenFile and caFile), one volume each, named by
+position: a Secret name may be longer than a volume name (63) and hold dots. The mode is 0400,
+written in decimal so that no YAML 1.2 tool reads it as 400; the files belong to root, and the
+kubelet lets the pod's fsGroup (kiln.podSecurityContext), which kiln's user is in, read them.
+Called with (dict "component" "operator" "secrets" .Values.operator.credentialSecrets).
+*/}}
+{{- define "kiln.credentialVolumes" -}}
+{{- range $index, $secret := .secrets }}
+{{- $name := include "kiln.credentialSecretName" (dict "where" (printf "%s.credentialSecrets[%d]" $.component $index) "secret" $secret) }}
+- name: credentials-{{ $index }}
+  secret:
+    secretName: {{ $name }}
+    defaultMode: 256
+{{- end }}
+{{- end -}}
+
+{{/*
+Where those Secrets are mounted: mountPath, or /var/run/kiln/credentials/<name>. A path must be
+absolute and used once, and may not hide the pod's writable places or its service-account token.
+*/}}
+{{- define "kiln.credentialVolumeMounts" -}}
+{{- $taken := dict "/var/lib/kiln" "the data directory" "/tmp" "the temporary directory" "/var/run/secrets/kubernetes.io/serviceaccount" "the service-account token" }}
+{{- range $index, $secret := .secrets }}
+{{- $where := printf "%s.credentialSecrets[%d]" $.component $index }}
+{{- $name := include "kiln.credentialSecretName" (dict "where" $where "secret" $secret) }}
+{{- $path := $secret.mountPath | default (printf "/var/run/kiln/credentials/%s" $name) | toString }}
+{{- if not (hasPrefix "/" $path) }}
+{{- fail (printf "%s.mountPath %q must be an absolute path" $where $path) }}
+{{- end }}
+{{- $path = clean $path }}
+{{- if hasKey $taken $path }}
+{{- fail (printf "%s: mountPath %s is taken by %s" $where $path (get $taken $path)) }}
+{{- end }}
+{{- $_ := set $taken $path $where }}
+- name: credentials-{{ $index }}
+  mountPath: {{ $path | quote }}
+  readOnly: true
+{{- end }}
+{{- end -}}
