@@ -50,7 +50,9 @@ describe(ConnectProxy.name, () => {
     socket.write('GET /secrets/x HTTP/1.1\r\nHost: kiln-fake.example\r\nConnection: close\r\n\r\n');
 
     expect(status).toBe(200);
-    expect(await readAll(socket)).toMatch(/^HTTP\/1\.1 200 [\s\S]*hello kiln-fake\.example at \/secrets\/x$/);
+    expect(await readAll(socket)).toMatch(
+      /^HTTP\/1\.1 200 [\s\S]*hello kiln-fake\.example at \/secrets\/x$/,
+    );
     expect(proxy.connects).toEqual(['kiln-fake.example:443']);
   });
 
@@ -65,11 +67,10 @@ describe(ConnectProxy.name, () => {
   });
 
   it('answers 502 when nothing listens at the mapped address', async () => {
-    const closed = targetPort;
-    target.closeAllConnections();
-    await new Promise<void>((done) => target.close(() => done()));
-    target = createServer();
-    await new Promise<void>((done) => target.listen(0, '127.0.0.1', done));
+    const nobody = createServer();
+    await new Promise<void>((done) => nobody.listen(0, '127.0.0.1', done));
+    const closed = (nobody.address() as AddressInfo).port;
+    await new Promise<void>((done) => nobody.close(() => done()));
     proxy = await ConnectProxy.start({ 'kiln-fake.example:443': `127.0.0.1:${closed}` });
 
     const { status } = await connectThrough(proxy, 'kiln-fake.example:443');

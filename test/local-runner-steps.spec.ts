@@ -126,9 +126,9 @@ describe('the local runner’s SBOM and scan steps (real buildah, registry and A
     return row.failure_reason;
   }
 
-  /** `kiln/<name>@sha256:…` as the registry has the tag `latest` now. */
-  async function pushedReference(name: string): Promise<string> {
-    const response = await fetch(`http://${registry.address}/v2/kiln/${name}/manifests/latest`, {
+  /** `kiln/<name>@sha256:…` as the registry has the tag (`latest`) now. */
+  async function pushedReference(name: string, tag = 'latest'): Promise<string> {
+    const response = await fetch(`http://${registry.address}/v2/kiln/${name}/manifests/${tag}`, {
       method: 'HEAD',
       headers: { accept: MANIFEST_TYPES },
     });
@@ -146,6 +146,13 @@ describe('the local runner’s SBOM and scan steps (real buildah, registry and A
 
     expect(build).toMatchObject({ status: 'success', error_message: null });
     const reference = await pushedReference('described');
+    // The build shows what the registry serves under each of its tags (latest, v1).
+    const digest = reference.split('@')[1];
+    expect(await pushedReference('described', 'v1')).toBe(reference);
+    expect(build).toMatchObject({
+      image_digest: digest,
+      images: ['latest', 'v1'].map((tag) => `${registry.address}/kiln/described:${tag}@${digest}`),
+    });
     const messages = await messagesOf(admin, id);
     expect(messages).toEqual(
       expect.arrayContaining([

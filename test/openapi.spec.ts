@@ -63,6 +63,15 @@ describe('OpenAPI document', () => {
     ]);
   });
 
+  it('lists what a build pushed (image_digest, images) on Build as optional fields', () => {
+    const build = document.components.schemas.BuildDto;
+
+    expect(build.properties.image_digest).toMatchObject({ type: 'string', nullable: true });
+    expect(build.properties.images).toMatchObject({ type: 'array', items: { type: 'string' } });
+    expect(build.required ?? []).not.toEqual(expect.arrayContaining(['image_digest']));
+    expect(build.required ?? []).not.toEqual(expect.arrayContaining(['images']));
+  });
+
   it('serves a browsable UI', async () => {
     const response = await fetch(`${kiln.baseUrl}/api/v1/docs`);
 

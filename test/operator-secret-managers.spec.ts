@@ -3,10 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
-import { BUILDKIT_IMAGE } from '../src/build-methods/images.js';
+import { spawnSync } from 'node:child_process';
+import { BUILDKIT_IMAGE, GIT_IMAGE } from '../src/build-methods/images.js';
 import { BUILD_SECRETS_DIR } from '../src/build-methods/job.js';
 import { IntegrationsRepository } from '../src/integrations/integrations.repository.js';
 import { IntegrationsService } from '../src/integrations/integrations.service.js';
+import { ProjectsRepository } from '../src/projects/projects.repository.js';
+import { ProjectsService } from '../src/projects/projects.service.js';
 import { wizardManifest } from './support/builds.js';
 import { FakeAwsSecretsManager } from './support/fake-aws-secrets-manager.js';
 import { FakeTokenRegistry } from './support/fake-token-registry.js';
@@ -308,5 +311,71 @@ describe('the registry pre-flight check through the operator', () => {
     expect(build.error_message).toContain(`${registry.address}/team/app`);
     expect(build.error_message).not.toContain('not-the-password');
     expect(ground.jobOf(id)).toBeUndefined();
+  });
+});
+
+describe('project git credentials through the operator', () => {
+  const projects = (): ProjectsService =>
+    new ProjectsService(new ProjectsRepository(ground.api.dataSource));
+
+  afterEach(async () => {
+    await projects().setGitCredentials(ground.seeded.tenantA, ground.seeded.projectA, null);
+    await ground.api.dataSource.query(
+      'UPDATE projects SET git_repository_url = NULL WHERE id = $1',
+      [ground.seeded.projectA],
+    );
+  });
+
+  it('the source container clones with a token from Vault, through a credential helper real git runs', async () => {
+    await useVault();
+    const token = secretValue();
+    vault.put('kv', 'git/ci', { token });
+    await ground.api.dataSource.query('UPDATE projects SET git_repository_url = $1 WHERE id = $2', [
+      'https://git.example.com/team/app.git',
+      ground.seeded.projectA,
+    ]);
+    await projects().setGitCredentials(ground.seeded.tenantA, ground.seeded.projectA, {
+      username: 'kiln-ci',
+      password: 'vault:kv/data/git/ci#token',
+    });
+    // What git itself answers when it needs credentials, in the source container's environment.
+    let answered = '';
+    ground.cluster.kubelet.script(GIT_IMAGE, {
+      run: (context) => {
+        const fill = spawnSync('git', ['credential', 'fill'], {
+          input: 'protocol=https\nhost=git.example.com\n\n',
+          env: { ...context.env, PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: files },
+          encoding: 'utf8',
+        });
+        answered = fill.stdout;
+        return Promise.resolve({
+          lines: ["Cloning into '/workspace'...", ...fill.stdout.trim().split('\n')],
+        });
+      },
+    });
+    printingBuilder();
+    vault.put('kv', 'team/npm', { token: secretValue() });
+
+    const id = await started('vault', { npm_token: 'vault:kv/data/team/npm#token' });
+    expect((await ground.ended(id)).status).toBe('success');
+    expect(answered).toContain('username=kiln-ci');
+    expect(answered).toContain(`password=${token}`);
+    const source = ground
+      .jobOf(id)!
+      .spec!.template.spec!.initContainers!.find((c) => c.name === 'source')!;
+    expect(source.env).toEqual(
+      expect.arrayContaining([
+        {
+          name: 'KILN_GIT_PASSWORD',
+          valueFrom: { secretKeyRef: { name: `kiln-${id}`, key: 'git.password' } },
+        },
+      ]),
+    );
+    // Printed by the source container: masked in the stored log.
+    const lines = (await ground.storedLines(id)).map((l) => l.message).join('\n');
+    expect(lines).toContain('password=***');
+    for (const text of [lines, clusterText(id), await databaseText()]) {
+      expect(text).not.toContain(token);
+    }
   });
 });

@@ -156,6 +156,8 @@ interface World {
   readonly builderLines?: (context: ContainerRunContext) => string[];
   /** Changes the upload container's environment (a wrong token). */
   readonly uploadEnv?: (env: Record<string, string>) => Record<string, string>;
+  /** What becomes of the termination message the image-ref step wrote (a garbled one). */
+  readonly imageRefMessage?: (written: string) => string;
 }
 
 /** The suite's cluster, API and database (beforeAll). */
@@ -210,7 +212,11 @@ function tool(kind: 'sbom' | 'scan', document: string): ContainerScript {
   };
 }
 
-/** kiln's own step image: the real step program, its lines printed, its exit code the container's. */
+/**
+ * kiln's own step image: the real step program, its lines printed, its exit code the container's.
+ * The paths it is given are the container's, reached through the kubelet's mounts (the image-ref
+ * step's termination message file among them).
+ */
 function kilnSteps(world: World): ContainerScript {
   return {
     run: guarded(async (context) => {
@@ -219,10 +225,18 @@ function kilnSteps(world: World): ContainerScript {
         context.container === 'upload' && world.uploadEnv !== undefined
           ? world.uploadEnv({ ...context.env })
           : context.env;
+      const messagePath = env['KILN_TERMINATION_MESSAGE_PATH'];
+      const messageFile = messagePath === undefined ? undefined : hostPath(context, messagePath);
       const exitCode = await runStep(context.args, {
-        env: { ...env, KILN_STEP_OUT_DIR: hostPath(context, OUT_DIR) },
+        env: {
+          ...env,
+          KILN_STEP_OUT_DIR: hostPath(context, OUT_DIR),
+          ...(messageFile === undefined ? {} : { KILN_TERMINATION_MESSAGE_PATH: messageFile }),
+        },
         print: (line) => lines.push(line),
       });
+      if (messageFile !== undefined && world.imageRefMessage !== undefined)
+        writeFileSync(messageFile, world.imageRefMessage(readFileSync(messageFile, 'utf8')));
       return { lines, exitCode };
     }),
   };
@@ -342,7 +356,7 @@ describe('the steps after the image, through the operator', () => {
       await stepsOperator();
 
       const id = await started(method, {}, repository);
-      await endedAs(id, 'success');
+      const build = await endedAs(id, 'success');
       const job = ground.jobOf(id)!.spec!.template.spec!;
       expect(names(job.initContainers)).toEqual(['source', 'build', 'image-ref', 'sbom', 'scan']);
       expect(names(job.containers)).toEqual(['upload']);
@@ -382,10 +396,43 @@ describe('the steps after the image, through the operator', () => {
       expect(linesOf(lines, 'image-ref').map((l) => l.message)).toEqual([
         `kiln: the pushed image is ${image}`,
       ]);
+      // What was pushed, as the image-ref step told the operator: the digest, and each tag.
+      const digest = image?.split('@')[1];
+      expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(build).toMatchObject({
+        image_digest: digest,
+        images: ['latest', 'v1'].map((tag) => `${repository}:${tag}@${digest}`),
+      });
       expect(linesOf(lines, 'upload').map((l) => l.message)).toEqual([
         `kiln: uploaded the sbom (${Buffer.byteLength(SPDX)} bytes)`,
         `kiln: uploaded the scan (${Buffer.byteLength(TRIVY)} bytes)`,
       ]);
+    },
+  );
+
+  it.each<[string, (written: string) => string, string]>([
+    ['no', () => '', 'the image-ref step left no termination message'],
+    [
+      'a garbled',
+      (written) => written.slice(1),
+      'the image-ref step’s termination message is not JSON',
+    ],
+  ])(
+    'a build whose image-ref step leaves %s termination message succeeds, with no digest and a WARN line',
+    async (_which, imageRefMessage, problem) => {
+      const repository = 'registry.example.com/team/unreported';
+      script({ repository, imageRefMessage });
+      await stepsOperator();
+
+      const id = await started('kaniko', {}, repository);
+      const build = await endedAs(id, 'success');
+      expect(build).toMatchObject({ image_digest: null, images: [] });
+      const kiln = linesOf(await ground.storedLines(id), 'kiln').map((l) => l.message);
+      expect(kiln).toContain(
+        `WARN: [kiln] could not learn the pushed image's digest (${problem}); the build records none`,
+      );
+      // The steps ran against the pushed image all the same.
+      expect((await get(id, 'sbom')).status).toBe(200);
     },
   );
 
@@ -589,8 +636,12 @@ describe('the steps after the image, through the operator', () => {
     await ground.startOperator();
 
     const id = await started('kaniko', {}, repository);
-    await endedAs(id, 'success');
-    const off = (await ground.storedLines(id)).filter((l) => /steps are off/.test(l.message));
+    const build = await endedAs(id, 'success');
+    // No image-ref step: kiln learns no digest, and there is nothing to warn about.
+    expect(build).toMatchObject({ image_digest: null, images: [] });
+    const stored = await ground.storedLines(id);
+    expect(stored.filter((l) => /digest/.test(l.message))).toEqual([]);
+    const off = stored.filter((l) => /steps are off/.test(l.message));
     expect(off.map((l) => l.message)).toEqual([
       '[kiln] the SBOM (syft) and scan (trivy) steps are off: the operator has no KILN_STEP_IMAGE',
     ]);

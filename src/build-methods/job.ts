@@ -136,6 +136,11 @@ export interface JobContext {
    * cannot run.
    */
   readonly buildSecretName?: string;
+  /**
+   * The project's git credentials were resolved into the build's Secret (GIT_CREDENTIAL_KEYS):
+   * the source container clones with them.
+   */
+  readonly gitCredentials?: boolean;
 }
 
 /**
@@ -228,6 +233,32 @@ export const BUILD_SECRETS_DIR = '/kiln/build-secrets';
 export const BUILD_SECRET_PREFIX = 'build-secret.';
 /** The build Secret's key of a secret environment entry: `env.<NAME>`. */
 export const ENV_SECRET_PREFIX = 'env.';
+/** The build Secret's keys of the project's git credentials. */
+export const GIT_CREDENTIAL_KEYS = { username: 'git.username', password: 'git.password' } as const;
+
+/**
+ * git asks a credential helper configured through the environment (GIT_CONFIG_COUNT, git 2.31+)
+ * for the username and password, which come from the build's Secret: never part of a URL, an
+ * argument or a file in the workspace.
+ */
+function gitCredentialEnv(secret: string): V1EnvVar[] {
+  const fromSecret = (name: string, key: string): V1EnvVar => ({
+    name,
+    valueFrom: { secretKeyRef: { name: secret, key } },
+  });
+  return [
+    fromSecret('KILN_GIT_USERNAME', GIT_CREDENTIAL_KEYS.username),
+    fromSecret('KILN_GIT_PASSWORD', GIT_CREDENTIAL_KEYS.password),
+    { name: 'GIT_CONFIG_COUNT', value: '1' },
+    { name: 'GIT_CONFIG_KEY_0', value: 'credential.helper' },
+    { name: 'GIT_CONFIG_VALUE_0', value: GIT_CREDENTIAL_HELPER },
+  ];
+}
+
+/** A credential helper that answers `get` from KILN_GIT_USERNAME and KILN_GIT_PASSWORD. */
+export const GIT_CREDENTIAL_HELPER =
+  '!f() { test "$1" = get || exit 0; echo "username=$KILN_GIT_USERNAME"; echo "password=$KILN_GIT_PASSWORD"; }; f';
+
 /** The key of a Docker config in a dockerconfigjson Secret, and in the build's own Secret. */
 export const REGISTRY_CONFIG_KEY = '.dockerconfigjson';
 /**
@@ -478,7 +509,15 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
   const initContainers =
     repository === null
       ? []
-      : [sourceContainer(spec.source, repository, settings, plan.sourceUser)];
+      : [
+          sourceContainer(
+            spec.source,
+            repository,
+            settings,
+            plan.sourceUser,
+            context.gitCredentials === true ? context.buildSecretName : undefined,
+          ),
+        ];
   let containers = [builder];
   if (steps.kind === 'steps') {
     initContainers.push(builder, ...steps.initContainers);
@@ -487,6 +526,11 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
   }
   const allSecretKeys = [
     ...secretKeys,
+    ...(context.gitCredentials === true &&
+    repository !== null &&
+    context.buildSecretName !== undefined
+      ? [GIT_CREDENTIAL_KEYS.username, GIT_CREDENTIAL_KEYS.password]
+      : []),
     ...envSecretKeys,
     ...(credentials !== undefined && credentials === context.buildSecretName
       ? [REGISTRY_CONFIG_KEY]
@@ -541,6 +585,7 @@ function sourceContainer(
   repository: string,
   settings: JobSettings,
   user: JobPlan['sourceUser'],
+  credentialsSecret: string | undefined,
 ): V1Container {
   return {
     name: SOURCE_CONTAINER,
@@ -555,6 +600,7 @@ function sourceContainer(
       { name: 'GIT_TERMINAL_PROMPT', value: '0' },
       // The URL schemes a project may name (projects.service.ts); no file://, ext:: or http://.
       { name: 'GIT_ALLOW_PROTOCOL', value: 'https:ssh:git' },
+      ...(credentialsSecret === undefined ? [] : gitCredentialEnv(credentialsSecret)),
     ],
     workingDir: WORKSPACE_DIR,
     resources: resourcesOf(settings.resources.source),

@@ -26,7 +26,8 @@ import type { SbomTool, ScanTool } from './types.js';
  * it succeeded):
  *
  * 1. `image-ref` (kiln's image): reads what the builder wrote about the image it pushed and writes
- *    `name@sha256:…` to OUT_DIR/image.
+ *    `name@sha256:…` to OUT_DIR/image, and the digest with every pushed reference to its
+ *    termination message (TERMINATION_MESSAGE_PATH), where the operator reads them.
  * 2. `sbom` (the chosen SBOM tool's image): writes OUT_DIR/sbom.json against that digest.
  * 3. `scan` (the chosen scanner's image): writes OUT_DIR/scan.json against that digest.
  *
@@ -43,6 +44,9 @@ export const OUT_VOLUME = 'kiln-out';
 export const STEP_TMP_VOLUME = 'step-tmp';
 /** Where a step's registry credentials (the builder's Secret) are mounted. */
 export const STEP_DOCKER_CONFIG = '/kiln/docker';
+
+/** The `image-ref` step's termination message file (Kubernetes' default, set explicitly). */
+export const TERMINATION_MESSAGE_PATH = '/dev/termination-log';
 
 export const STEP_CONTAINERS = {
   imageRef: 'image-ref',
@@ -355,11 +359,14 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
   });
 
   const initContainers: V1Container[] = [
-    kilnStep(
-      STEP_CONTAINERS.imageRef,
-      ['image-ref', pushed.format, posix.basename(pushed.file)],
-      [],
-    ),
+    {
+      ...kilnStep(
+        STEP_CONTAINERS.imageRef,
+        ['image-ref', pushed.format, posix.basename(pushed.file)],
+        [{ name: 'KILN_TERMINATION_MESSAGE_PATH', value: TERMINATION_MESSAGE_PATH }],
+      ),
+      terminationMessagePath: TERMINATION_MESSAGE_PATH,
+    },
   ];
   const secretKeys: string[] = [];
   const uploadEnv: V1EnvVar[] = [

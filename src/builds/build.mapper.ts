@@ -30,6 +30,8 @@ export function toBuildResponse(build: BuildEntity): BuildDto {
     completed_at: iso(build.completedAt),
     created_at: build.createdAt.toISOString(),
     updated_at: build.updatedAt.toISOString(),
+    image_digest: build.imageDigest,
+    images: [...build.images],
   };
 }
 

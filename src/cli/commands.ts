@@ -1,5 +1,5 @@
 import type { TenancyService } from '../auth/tenancy.service.js';
-import { InvalidRequestError } from '../common/errors.js';
+import { InvalidRequestError, NotFoundError } from '../common/errors.js';
 import type { IntegrationsService } from '../integrations/integrations.service.js';
 import { type ProjectsService, toProjectResponse } from '../projects/projects.service.js';
 
@@ -94,6 +94,29 @@ export async function runCommand(
       return {
         text: projects.length === 0 ? `tenant ${tenant.name} has no projects` : table,
         json: { projects },
+      };
+    }
+    case 'project git-credentials': {
+      const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+      const ref = required(flags, 'project');
+      const project = (await services.projects.list(tenant.id)).find(
+        (p) => p.id === ref.toLowerCase() || p.name === ref,
+      );
+      if (project === undefined)
+        throw new NotFoundError(`No project ${ref} in tenant ${tenant.name}`);
+      const clear = flags['clear'] === true;
+      await services.projects.setGitCredentials(
+        tenant.id,
+        project.id,
+        clear
+          ? null
+          : { username: required(flags, 'username'), password: required(flags, 'password') },
+      );
+      return {
+        text: clear
+          ? `builds of ${project.name} clone without credentials`
+          : `builds of ${project.name} clone as ${required(flags, 'username')}; the password is resolved when each build starts`,
+        json: { project_id: project.id, git_credentials: !clear },
       };
     }
     case 'secret-manager set':

@@ -27,6 +27,9 @@ Commands:
                                                    Create a project; --registry is where builds
                                                    that name no repository push their images.
   project list --tenant <id|name>                  List a tenant's projects.
+  project git-credentials --tenant <id|name> --project <id|name>
+                     (--username <user> --password <secret reference> | --clear)
+                                                   Credentials builds clone the repository with.
   secret-manager set --tenant <id|name> --type <vault|aws_secretsmanager|azure_keyvault>
                      --settings-file <file.json|->
                                                    Set where a tenant's secret manager is and how
@@ -66,6 +69,10 @@ async function main(argv: string[]): Promise<number> {
       registry: { type: 'string' },
       type: { type: 'string' },
       'settings-file': { type: 'string' },
+      project: { type: 'string' },
+      username: { type: 'string' },
+      password: { type: 'string' },
+      clear: { type: 'boolean' },
     },
   });
   if (values.help === true || positionals.length === 0) {

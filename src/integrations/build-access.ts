@@ -36,8 +36,17 @@ export interface ReferenceResolver {
   ): Promise<Resolution>;
 }
 
+/** Where a project's git credentials come from (ProjectsRepository). */
+export interface GitCredentialsSource {
+  findInTenant(
+    tenantId: string,
+    projectId: string,
+  ): Promise<{ gitCredentials: { username: string; password: string } | null } | undefined>;
+}
+
 export interface BuildAccessDeps {
   readonly registries: RegistrySettingsSource;
+  readonly projects: GitCredentialsSource;
   readonly resolver: ReferenceResolver;
   /** The pre-flight check of each OCI registry type (OciRegistryPreflight). */
   readonly preflight: (type: OciRegistryType) => RegistryPreflight;
@@ -48,6 +57,7 @@ export interface BuildAccessDeps {
 export interface BuildToStart {
   readonly id: string;
   readonly tenantId: string;
+  readonly projectId: string;
   readonly buildNumber: number;
   readonly spec: BuildSpec;
 }
@@ -61,6 +71,8 @@ export interface BuildAccessGrant {
   readonly env: Readonly<Record<string, string>>;
   /** A Docker config.json for the tenant's registry, when it has credentials. */
   readonly dockerConfig?: string;
+  /** What the checkout clones with, when the project has git credentials. */
+  readonly git?: { readonly username: string; readonly password: string };
   /** Every value that must never show in a log line. */
   readonly masked: readonly string[];
   /** Lines for the build log (`[kiln] …`). */
@@ -82,8 +94,8 @@ const OCI_TYPES: ReadonlySet<RegistryType> = new Set(['harbor', 'quay', 'artifac
  * Prepares what a build needs from outside kiln when it starts, shared by the operator and the
  * local runner (docs/adr/0021-secret-references.md, 0022-registries.md):
  *
- * 1. every reference among its buildx secrets, environment and the tenant's registry credentials
- *    resolved through the tenant's secret manager (failure: SecretUnavailable, naming the field
+ * 1. every reference among its buildx secrets, environment, the tenant's registry credentials and
+ *    the project's git credentials resolved through the tenant's secret manager (failure: SecretUnavailable, naming the field
  *    and the reference);
  * 2. its push targets on the tenant's registry checked against that registry's naming rules
  *    (InvalidSpec) and by the pre-flight token flow (RegistryUnauthorized), so bad credentials
@@ -117,6 +129,16 @@ export class BuildAccess {
       fields[`registry.${registryType}.password`] = registry.password;
     }
 
+    const project =
+      build.spec.source.repository === null
+        ? undefined
+        : await this.deps.projects.findInTenant(build.tenantId, build.projectId);
+    const git = project?.gitCredentials ?? undefined;
+    if (git !== undefined) {
+      fields['project.git_credentials.username'] = git.username;
+      fields['project.git_credentials.password'] = git.password;
+    }
+
     const resolution = await this.deps.resolver.resolve(build.tenantId, fields, signal);
     if (!resolution.ok) {
       return { ok: false, reason: 'SecretUnavailable', message: resolution.message };
@@ -135,6 +157,15 @@ export class BuildAccess {
       env[name] = value;
       masked.add(value);
     }
+
+    const gitAccess =
+      git === undefined
+        ? undefined
+        : {
+            username: values['project.git_credentials.username']!,
+            password: values['project.git_credentials.password']!,
+          };
+    if (gitAccess !== undefined) masked.add(gitAccess.password);
 
     const notes: string[] = [];
     let credentials: RegistryCredentials | undefined;
@@ -161,6 +192,7 @@ export class BuildAccess {
       secrets: resolvedSecrets,
       env,
       ...(dockerConfig === undefined ? {} : { dockerConfig }),
+      ...(gitAccess === undefined ? {} : { git: gitAccess }),
       masked: [...masked].filter((value) => value !== ''),
       notes,
     };

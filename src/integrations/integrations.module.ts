@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { KilnConfig } from '../config/config.js';
+import { ProjectsRepository } from '../projects/projects.repository.js';
 import { OciRegistryPreflight } from '../registries/oci-preflight.js';
 import { createSecretManager } from '../secret-managers/secret-managers.js';
 import { SecretResolver } from '../secret-managers/secret-resolver.js';
@@ -19,15 +20,24 @@ export const INTEGRATIONS_ENTITIES = [TenantSecretManagerEntity, TenantRegistryE
  * src/registries).
  */
 @Module({
+  // ProjectsRepository alone (project git credentials), not ProjectsModule: the operator role
+  // imports this module and must not mount the projects routes.
   providers: [
+    ProjectsRepository,
     IntegrationsRepository,
     IntegrationsService,
     {
       provide: BuildAccess,
-      inject: [IntegrationsService, SecretSealer, KilnConfig],
-      useFactory: (integrations: IntegrationsService, sealer: SecretSealer, config: KilnConfig) =>
+      inject: [IntegrationsService, ProjectsRepository, SecretSealer, KilnConfig],
+      useFactory: (
+        integrations: IntegrationsService,
+        projects: ProjectsRepository,
+        sealer: SecretSealer,
+        config: KilnConfig,
+      ) =>
         new BuildAccess({
           registries: integrations,
+          projects,
           resolver: new SecretResolver(integrations, (type, settings) =>
             createSecretManager(type, settings, config.externalCalls),
           ),

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ConflictError, NotFoundError } from '../common/errors.js';
+import type { PushedImages } from '../steps/pushed-image.js';
 import type { BuildEntity } from './build.entity.js';
 import {
   type BuildEvent,
@@ -140,10 +141,15 @@ export class BuildLifecycle {
    * in_progress → success (a runner). completed_at is `at` when given: the build ended before
    * this write (the operator passes when its Job ended in the cluster, which may be long before
    * it came to write it); the write's time otherwise. `at` is read from another clock: one
-   * before started_at is recorded as started_at, so a duration is never negative.
+   * before started_at is recorded as started_at, so a duration is never negative. `pushed`,
+   * when the runner learned what the build pushed, is recorded with the success, in the same
+   * write.
    */
-  succeed(id: string, at?: Date): Promise<BuildEntity> {
-    return this.apply(id, undefined, 'succeed', { completedAt: at ?? 'now' });
+  succeed(id: string, at?: Date, pushed?: PushedImages): Promise<BuildEntity> {
+    return this.apply(id, undefined, 'succeed', {
+      completedAt: at ?? 'now',
+      ...(pushed === undefined ? {} : { pushed }),
+    });
   }
 
   /** in_progress → failed with a bounded reason (a runner); `at` as for succeed. */

@@ -90,6 +90,14 @@ export class BuildEntity {
   @Column('uuid', { name: 'created_by', nullable: true })
   createdBy!: string | null;
 
+  /** The digest of the image a successful build pushed, when kiln learned it. */
+  @Column('text', { name: 'image_digest', nullable: true })
+  imageDigest!: string | null;
+
+  /** Each reference that build pushed, `registry/repo:tag@sha256:…`; empty when none is known. */
+  @Column('jsonb')
+  images!: string[];
+
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt!: Date | null;
 

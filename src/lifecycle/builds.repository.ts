@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import { STATUS_CHANNEL } from '../database/channels.js';
 import type { BuildSpec } from '../build-methods/build-spec.js';
+import type { PushedImages } from '../steps/pushed-image.js';
 import { type BuildConfigSnapshot, BuildEntity } from './build.entity.js';
 import type { BuildStatus, FailureReason } from './build-state.js';
 
@@ -43,6 +44,8 @@ export interface TransitionChanges {
   readonly failureReason?: FailureReason | null;
   readonly cancelReason?: string | null;
   readonly runnerRef?: string | null;
+  /** What the build pushed (image_digest, images). */
+  readonly pushed?: PushedImages;
 }
 
 export type InsertOutcome =
@@ -101,6 +104,8 @@ export class BuildsRepository {
             idempotencyKey: build.idempotencyKey ?? null,
             requestHash: build.requestHash ?? null,
             createdBy: build.createdBy ?? null,
+            imageDigest: null,
+            images: [],
           }),
         );
         return { kind: 'created' as const, build: saved };
@@ -239,6 +244,11 @@ export class BuildsRepository {
     if (changes.failureReason !== undefined) set('failure_reason', changes.failureReason);
     if (changes.cancelReason !== undefined) set('cancel_reason', changes.cancelReason);
     if (changes.runnerRef !== undefined) set('runner_ref', changes.runnerRef);
+    if (changes.pushed !== undefined) {
+      set('image_digest', changes.pushed.digest);
+      params.push(JSON.stringify(changes.pushed.images));
+      sets.push(`images = $${params.length}::jsonb`);
+    }
     let where = 'id = $1 AND status = $2';
     if (tenantId !== undefined) {
       params.push(tenantId);

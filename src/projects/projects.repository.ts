@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type Repository } from 'typeorm';
-import { ProjectEntity } from './project.entity.js';
+import { type GitCredentials, ProjectEntity } from './project.entity.js';
 
 @Injectable()
 export class ProjectsRepository {
@@ -23,6 +23,15 @@ export class ProjectsRepository {
 
   listByTenant(tenantId: string): Promise<ProjectEntity[]> {
     return this.projects.find({ where: { tenantId }, order: { name: 'ASC' } });
+  }
+
+  async setGitCredentials(
+    tenantId: string,
+    id: string,
+    credentials: GitCredentials | null,
+  ): Promise<boolean> {
+    const result = await this.projects.update({ tenantId, id }, { gitCredentials: credentials });
+    return (result.affected ?? 0) > 0;
   }
 
   async findInTenant(tenantId: string, id: string): Promise<ProjectEntity | undefined> {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { InvalidRequestError } from '../common/errors.js';
+import { InvalidRequestError, NotFoundError } from '../common/errors.js';
+import { isSecretReference, parseSecretReference } from '../secret-managers/reference.js';
 import type { ProjectEntity } from './project.entity.js';
 import { ProjectsRepository } from './projects.repository.js';
 
@@ -61,6 +62,36 @@ export class ProjectsService {
       gitRepositoryUrl ?? null,
       defaultRegistry ?? null,
     );
+  }
+
+  /**
+   * The credentials builds of this project clone with; null removes them. The password must be a
+   * secret reference (kiln stores no credential); the username may be plain.
+   */
+  async setGitCredentials(
+    tenantId: string,
+    projectId: string,
+    credentials: { username: string; password: string } | null,
+  ): Promise<void> {
+    if (credentials !== null) {
+      const details: Record<string, string> = {};
+      const username = credentials.username.trim();
+      if (username === '' || username.length > 255) details['username'] = 'length 1-255';
+      else if (isSecretReference(username) && 'problem' in parseSecretReference(username)) {
+        details['username'] = 'is written as a secret reference but does not parse';
+      }
+      const parsed = parseSecretReference(credentials.password);
+      if ('problem' in parsed) {
+        details['password'] =
+          `must be a secret reference (vault:…, aws:… or azure:…): ${parsed.problem}`;
+      }
+      if (Object.keys(details).length > 0) {
+        throw InvalidRequestError.listing('Invalid git credentials', details);
+      }
+    }
+    if (!(await this.projects.setGitCredentials(tenantId, projectId, credentials))) {
+      throw new NotFoundError(`No project ${projectId}`);
+    }
   }
 
   list(tenantId: string): Promise<ProjectEntity[]> {

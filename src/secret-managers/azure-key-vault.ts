@@ -125,17 +125,23 @@ export class AzureKeyVault implements SecretManager {
 
   /**
    * Node's public roots and the CAs of `caFile`, or undefined without one. Read as the client is
-   * made, so a file that cannot be read fails this resolve and is read again by the next.
+   * made, so a file that cannot be used fails this resolve and is read again by the next.
    */
   private trustedContext(): SecureContext | undefined {
     const { caFile } = this.settings;
     if (caFile === undefined) return undefined;
+    let pem: string;
     try {
-      return createSecureContext({ ca: [...rootCertificates, readFileSync(caFile, 'utf8')] });
+      pem = readFileSync(caFile, 'utf8');
     } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code ?? 'not a PEM of certificates';
-      throw new UnusableCaFile(`cannot use the CA file ${caFile} (${reason})`);
+      const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new UnusableCaFile(`cannot read the CA file ${caFile} (${code})`);
     }
+    // createSecureContext ignores text that is not a certificate: say so here, not as a TLS error.
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+      throw new UnusableCaFile(`the CA file ${caFile} holds no PEM certificate`);
+    }
+    return createSecureContext({ ca: [...rootCertificates, pem] });
   }
 
   /** Why a read failed, in words that name the reference and never carry a value or a token. */
@@ -266,7 +272,7 @@ function perAttemptTimeout(timeoutMs: number): PipelinePolicy {
 }
 
 /**
- * Trusts `context` on whichever route the SDK's proxy policy picks: it goes in the request's
+ * Trusts `secureContext` on whichever route the SDK's proxy policy picks: it goes in the request's
  * https.request options (`requestOverrides`), which Node's https.Agent and the proxy policy's
  * HttpsProxyAgent (for the TLS session inside the CONNECT tunnel) both hand to tls.connect. An
  * agent of kiln's own would switch the proxy policy off, and the SDK's `tlsOptions` are dropped
@@ -310,7 +316,7 @@ function valueOf(reference: AzureReference, value: string | undefined): string {
   return field;
 }
 
-/** `caFile` cannot be read or holds no certificate. */
+/** The settings' `caFile` cannot be read or holds no certificate. */
 class UnusableCaFile extends Error {}
 
 function firstLine(text: string): string {

@@ -5,7 +5,8 @@
  * - `image-ref <format> <name>`: reads what the builder wrote (file `name` of the steps'
  *   directory, KILN_STEP_OUT_DIR) about the image it pushed and
  *   writes the pushed reference (`name@sha256:…`) to `$KILN_STEP_OUT_DIR/image` for the SBOM
- *   and scan steps.
+ *   and scan steps, and the digest with every pushed reference (pushedMessage) to
+ *   KILN_TERMINATION_MESSAGE_PATH, the container's termination message, for the operator.
  * - `upload`: PUTs `sbom.json` and `scan.json` from that directory to kiln with the build's
  *   upload tokens. A step that wrote nothing is said in the log, not hidden.
  *
@@ -15,7 +16,14 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PUSHED_IMAGE_FORMATS, type PushedImageFormat, pushedImage } from './pushed-image.js';
+import {
+  PUSHED_IMAGE_FORMATS,
+  PUSHED_MESSAGE_MAX_BYTES,
+  type PushedImageFormat,
+  pushedImages,
+  pushedMessage,
+  referenceOf,
+} from './pushed-image.js';
 
 const KINDS = ['sbom', 'scan'] as const;
 const ATTEMPTS = 4;
@@ -54,14 +62,40 @@ async function imageRef(
     say(`the builder wrote no ${file}: there is no pushed image to describe or scan`);
     return 0;
   }
-  const result = pushedImage(format as PushedImageFormat, text.toString('utf8'));
+  const result = pushedImages(format as PushedImageFormat, text.toString('utf8'));
   if ('problem' in result) {
     say(`cannot tell which image was pushed: ${result.problem}`);
     return 0;
   }
-  await writeFile(join(outDir(io), 'image'), `${result.reference}\n`);
-  say(`the pushed image is ${result.reference}`);
+  const reference = referenceOf(result);
+  await writeFile(join(outDir(io), 'image'), `${reference}\n`);
+  say(`the pushed image is ${reference}`);
+  await terminationMessage(io, say, pushedMessage(result));
   return 0;
+}
+
+/**
+ * Tells the operator what was pushed through the container's termination message, which the
+ * kubelet keeps in the pod's status. Not being able to write it costs the build only its
+ * recorded digest (the operator says so), so it does not fail the step.
+ */
+async function terminationMessage(
+  io: StepIo,
+  say: (text: string) => void,
+  { message, omitted }: { message: string; omitted: number },
+): Promise<void> {
+  const path = io.env.KILN_TERMINATION_MESSAGE_PATH;
+  if (path === undefined || path === '') return;
+  if (omitted > 0) {
+    say(
+      `${omitted} more pushed reference${omitted === 1 ? ' is' : 's are'} left out of what kiln records: the termination message holds ${PUSHED_MESSAGE_MAX_BYTES} bytes`,
+    );
+  }
+  try {
+    await writeFile(path, message);
+  } catch (error) {
+    say(`could not write the termination message: ${(error as Error).message}`);
+  }
 }
 
 async function upload(io: StepIo): Promise<number> {

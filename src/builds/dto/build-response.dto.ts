@@ -23,6 +23,20 @@ export class BuildDto extends BuildSummaryDto {
     string | null;
   @ApiPropertyOptional({ type: String, nullable: true, format: 'date-time' }) completed_at!:
     string | null;
+  // Beyond the spec's fields (issue 15): what a successful build pushed, when kiln learned it.
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    pattern: '^sha256:[0-9a-f]{64}$',
+    description: 'The digest of the image the build pushed; null until a build succeeds with one',
+  })
+  image_digest!: string | null;
+  @ApiPropertyOptional({
+    type: [String],
+    description:
+      'Each reference the build pushed, `registry/repository:tag@sha256:…`; empty when none is known',
+  })
+  images!: string[];
 }
 
 /** The wizard client reads the created build from `data`. */

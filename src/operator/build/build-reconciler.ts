@@ -10,6 +10,7 @@ import {
   BUILD_SECRET_PREFIX,
   buildObjectName,
   ENV_SECRET_PREFIX,
+  GIT_CREDENTIAL_KEYS,
   type JobSettings,
   REGISTRY_CONFIG_KEY,
 } from '../../build-methods/job.js';
@@ -40,7 +41,7 @@ import {
   type LogFollowerDeps,
   type LogFollowerOptions,
 } from './log-follower.js';
-import { type JobOutcome, outcomeOf, pullFailing } from './outcome.js';
+import { type JobOutcome, outcomeOf, type PushedReport, pullFailing } from './outcome.js';
 import { containerStates, containersInOrder } from './pod-state.js';
 
 /** Holds a Build until every log stream of its pod is stored. */
@@ -387,6 +388,7 @@ export class BuildReconciler {
       configMapName: name,
       buildSecretName: name,
       ...(credentialsSecret === undefined ? {} : { credentialsSecret }),
+      ...(access.git === undefined ? {} : { gitCredentials: true }),
     });
     if (translation.kind === 'unsupported') {
       const failed = await this.transition(record, () =>
@@ -457,7 +459,11 @@ export class BuildReconciler {
             ? access.env[key.slice(ENV_SECRET_PREFIX.length)]
             : key === REGISTRY_CONFIG_KEY
               ? access.dockerConfig
-              : undefined;
+              : key === GIT_CREDENTIAL_KEYS.username
+                ? access.git?.username
+                : key === GIT_CREDENTIAL_KEYS.password
+                  ? access.git?.password
+                  : undefined;
       if (value === undefined)
         throw new Error(`the Job of build ${record.id} reads an unknown Secret key ${key}`);
       data[key] = Buffer.from(value, 'utf8').toString('base64');
@@ -622,7 +628,7 @@ export class BuildReconciler {
 
   private record(record: BuildEntity, outcome: JobOutcome): Promise<BuildEntity> {
     // completed_at is when the Job ended in the cluster, not this write (maybe long after).
-    if (outcome.kind === 'success') return this.succeed(record, outcome.endedAt);
+    if (outcome.kind === 'success') return this.succeed(record, outcome.endedAt, outcome.pushed);
     // A termination message holds the last lines of the log: masked like the log.
     const message = this.deps.sink.maskText(record.id, outcome.message);
     return this.deps.lifecycle.fail(record.id, outcome.reason, message, outcome.endedAt);
@@ -631,10 +637,26 @@ export class BuildReconciler {
   /**
    * A Job that succeeded built and pushed the image and ran its steps: the build succeeds unless
    * the scan policy fails it (PolicyViolation; the image stays pushed, the message says so).
+   * What it pushed is recorded with the success; a report kiln cannot read costs only that.
    */
-  private async succeed(record: BuildEntity, endedAt: Date | undefined): Promise<BuildEntity> {
+  private async succeed(
+    record: BuildEntity,
+    endedAt: Date | undefined,
+    pushed: PushedReport,
+  ): Promise<BuildEntity> {
     const verdict = await this.deps.artifacts.gate(record);
-    if (verdict.pass) return this.deps.lifecycle.succeed(record.id, endedAt);
+    if (verdict.pass) {
+      if (pushed !== undefined && 'problem' in pushed) {
+        await this.deps.sink.append(record.id, [
+          {
+            text: `WARN: [kiln] could not learn the pushed image's digest (${pushed.problem}); the build records none`,
+            container: 'kiln',
+          },
+        ]);
+      }
+      const known = pushed !== undefined && 'digest' in pushed ? pushed : undefined;
+      return this.deps.lifecycle.succeed(record.id, endedAt, known);
+    }
     await this.deps.sink.append(record.id, [
       { text: `ERROR: [kiln] ${verdict.message}`, container: 'kiln' },
     ]);

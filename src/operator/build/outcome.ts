@@ -1,10 +1,18 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
 import { BUILDER_CONTAINER } from '../../build-methods/job.js';
+import { STEP_CONTAINERS } from '../../build-methods/steps.js';
+import { type PushedImages, pushedFromMessage } from '../../steps/pushed-image.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
 import { containerStatusesOf } from './pod-state.js';
 
+/**
+ * What the `image-ref` step said a build pushed; a problem when the build has that step and kiln
+ * cannot read it; undefined when it has no such step (nothing to learn).
+ */
+export type PushedReport = PushedImages | { readonly problem: string } | undefined;
+
 type Ending =
-  | { readonly kind: 'success' }
+  | { readonly kind: 'success'; readonly pushed: PushedReport }
   | { readonly kind: 'failed'; readonly reason: FailureReason; readonly message: string };
 
 /** How a build's Job ended, read from the Job and its pod (pure). */
@@ -46,7 +54,7 @@ interface Facts {
 function endingOf(job: V1Job, pod: V1Pod | undefined, facts: Facts): Ending | undefined {
   const conditions = job.status?.conditions ?? [];
   const holds = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
-  if (holds('Complete') !== undefined) return { kind: 'success' };
+  if (holds('Complete') !== undefined) return { kind: 'success', pushed: pushedOf(job, pod) };
   const failed = holds('Failed');
 
   if (failed?.reason === 'DeadlineExceeded') {
@@ -127,6 +135,18 @@ function timeOf(value: Date | string | null | undefined): Date | undefined {
   if (value === undefined || value === null) return undefined;
   const time = new Date(value);
   return Number.isNaN(time.getTime()) ? undefined : time;
+}
+
+/**
+ * The `image-ref` step's termination message (src/steps/run-step.ts), read when the Job's pod
+ * template has that step: from the pod's status, which the kubelet keeps after the container ends.
+ */
+function pushedOf(job: V1Job, pod: V1Pod | undefined): PushedReport {
+  const steps = job.spec?.template?.spec?.initContainers ?? [];
+  if (!steps.some((c) => c.name === STEP_CONTAINERS.imageRef)) return undefined;
+  if (pod === undefined) return { problem: 'the pod was gone before its status was read' };
+  const step = containerStatusesOf(pod).find((s) => s.name === STEP_CONTAINERS.imageRef);
+  return pushedFromMessage(step?.state?.terminated?.message ?? '');
 }
 
 /** Whether a container of the pod is failing to pull its image right now. */

@@ -29,6 +29,12 @@ describe(childEnvironment.name, () => {
     expect(childEnvironment(inherited, 'git', { CI: 'true' })).not.toHaveProperty('CI');
   });
 
+  it("gives a tool kiln's own variables for one run, over the machine's", () => {
+    const env = childEnvironment(inherited, 'git', { CI: 'true' }, { GIT_CONFIG_COUNT: '1' });
+    expect(env).toMatchObject({ GIT_CONFIG_COUNT: '1', LC_ALL: 'C' });
+    expect(env).not.toHaveProperty('CI');
+  });
+
   it('never lets a declared variable replace the machine one or a fixed one', () => {
     const env = childEnvironment(inherited, 'packer', {
       PATH: '/tmp/evil',

@@ -1,4 +1,5 @@
 import { IMAGE_PLACEHOLDER } from '../../artifacts/tool-command.js';
+import { GIT_CREDENTIAL_HELPER } from '../../build-methods/job.js';
 import {
   BuildAccess,
   type BuildAccessGrant,
@@ -69,8 +70,7 @@ class BuildFailure extends Error {
  * every reference pushed (recorded with the build's success); or why there is none.
  */
 type Pushed =
-  | { readonly reference: string; readonly images: PushedImages }
-  | { readonly none: string };
+  { readonly reference: string; readonly images: PushedImages } | { readonly none: string };
 
 interface ActiveRun {
   cancelled: boolean;
@@ -657,6 +657,7 @@ export class LocalRunner
     run: ActiveRun,
   ): Promise<void> {
     const { branch, commit } = build.spec.source;
+    const git = run.access?.git;
     const clone = await this.runChild(
       build.id,
       run,
@@ -671,6 +672,19 @@ export class LocalRunner
       ],
       'checkout',
       this.buildDir(build.id),
+      undefined,
+      {},
+      // The project's credentials through a credential helper in git's environment: never in the
+      // URL, an argument or a file (the same helper as the operator's source container).
+      git === undefined
+        ? {}
+        : {
+            KILN_GIT_USERNAME: git.username,
+            KILN_GIT_PASSWORD: git.password,
+            GIT_CONFIG_COUNT: '1',
+            GIT_CONFIG_KEY_0: 'credential.helper',
+            GIT_CONFIG_VALUE_0: GIT_CREDENTIAL_HELPER,
+          },
     );
     if (run.cancelled) return;
     if (clone.code !== 0) {
@@ -707,8 +721,9 @@ export class LocalRunner
     cwd: string,
     format: BuilderFormat | undefined = tool === 'buildah' ? 'buildah' : undefined,
     declared: Readonly<Record<string, string>> = {},
+    own: Readonly<Record<string, string>> = {},
   ): Promise<ChildExit> {
-    const env = childEnvironment(this.config.childEnvironment, tool, declared);
+    const env = childEnvironment(this.config.childEnvironment, tool, declared, own);
     const exit = await this.spawnChild(buildId, run, tool, args, container, cwd, format, env);
     if (exit.outputLimitReached && !run.cancelled) {
       throw new BuildFailure(

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -62,7 +62,9 @@ export interface ContainerScript {
    * it sees the container's resolved environment (values, Secret and ConfigMap keys, as the
    * real kubelet resolves them) and its volume mounts as host directories (each emptyDir one
    * directory per pod, shared by its containers; Secret and ConfigMap volumes written out as
-   * files). What it returns is printed, and its exit code ends the container.
+   * files). What it returns is printed, and its exit code ends the container. What it writes to
+   * the container's terminationMessagePath (a file among its mounts) becomes the terminated
+   * state's `message`.
    */
   run?: (context: ContainerRunContext) => Promise<{ lines?: string[]; exitCode?: number }>;
 }
@@ -76,7 +78,11 @@ export interface ContainerRunContext {
   readonly args: readonly string[];
   /** Unresolvable references (a missing Secret or key) are left out, as `optional: true` would. */
   readonly env: Readonly<Record<string, string>>;
-  /** mountPath → host directory. */
+  /**
+   * mountPath → host directory; and the container's terminationMessagePath → a host file, which
+   * the real kubelet bind-mounts there (its last 4096 bytes become the terminated state's
+   * `message`).
+   */
   readonly mounts: Readonly<Record<string, string>>;
 }
 
@@ -90,6 +96,11 @@ export function repositoryOf(image: string): string {
   const colon = withoutDigest.lastIndexOf(':');
   return colon > slash ? withoutDigest.slice(0, colon) : withoutDigest;
 }
+
+/** The kubelet keeps at most this much of a termination message: its end. */
+const TERMINATION_MESSAGE_MAX_BYTES = 4096;
+/** Where a container's termination message goes unless its spec says otherwise. */
+const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
 
 /** Line `i` of a numbered script: `line 000042 of 000100`. */
 export const numberedLine = (i: number, n: number): string =>
@@ -186,6 +197,8 @@ interface Termination {
   reason: 'Completed' | 'Error' | 'OOMKilled';
   /** When the container ended; containers still running when the pod ends get the pod's end. */
   finishedAt?: string;
+  /** What the container wrote to its terminationMessagePath, when anything. */
+  message?: string;
 }
 
 interface PodRun {
@@ -487,6 +500,7 @@ export class FakeKubelet {
           terminated: {
             exitCode: t.exitCode,
             reason: t.reason,
+            ...(t.message === undefined ? {} : { message: t.message }),
             startedAt,
             finishedAt: t.finishedAt ?? now,
             containerID: str(s.containerID),
@@ -554,6 +568,7 @@ export class FakeKubelet {
     if (!init) this.markReadyIfAllRunning(run);
     const startMs = Date.now();
     let hookExit: number | undefined;
+    let hookMessage: string | undefined;
     if (!script) {
       await this.sleep(run, this.options.unknownImageRunMs);
     } else {
@@ -612,6 +627,7 @@ export class FakeKubelet {
         const outcome = await script.run(this.runContext(run, container));
         log(outcome.lines ?? []);
         if (outcome.exitCode !== undefined) hookExit = outcome.exitCode;
+        hookMessage = this.terminationMessage(run, container);
       }
       const left = (script.runMs ?? 0) - (Date.now() - startMs);
       if (left > 0) await this.sleep(run, left);
@@ -619,9 +635,11 @@ export class FakeKubelet {
     }
     if (run.abort.signal.aborted) throw new Cancelled();
     const exitCode = hookExit ?? script?.exitCode ?? 0;
-    const result: Termination = script?.oomKilled
+    const ended: Termination = script?.oomKilled
       ? { exitCode: 137, reason: 'OOMKilled' }
       : { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error' };
+    const result: Termination =
+      hookMessage === undefined ? ended : { ...ended, message: hookMessage };
     // Init containers report their termination here; main containers all at once in finish().
     if (init)
       setState(init, name, {
@@ -631,6 +649,7 @@ export class FakeKubelet {
           terminated: {
             exitCode: result.exitCode,
             reason: result.reason,
+            ...(result.message === undefined ? {} : { message: result.message }),
             startedAt,
             finishedAt: rfc3339(),
           },
@@ -696,6 +715,9 @@ export class FakeKubelet {
       }
       mounts[str(mount.mountPath)] = dir;
     }
+    const messageFile = this.terminationMessageFile(run, container);
+    writeFileSync(messageFile, '');
+    mounts[str(container.terminationMessagePath) || DEFAULT_TERMINATION_MESSAGE_PATH] = messageFile;
     return {
       namespace: run.namespace,
       pod: run.name,
@@ -705,6 +727,22 @@ export class FakeKubelet {
       env,
       mounts,
     };
+  }
+
+  /** The host file behind a container's terminationMessagePath (see ContainerRunContext.mounts). */
+  private terminationMessageFile(run: PodRun, container: JsonObject): string {
+    run.volumesDir ??= mkdtempSync(join(tmpdir(), 'kiln-double-volumes-'));
+    const dir = join(run.volumesDir, '.termination-messages');
+    mkdirSync(dir, { recursive: true });
+    return join(dir, str(container.name));
+  }
+
+  /** What the container left in its termination message file: the end of it, or undefined. */
+  private terminationMessage(run: PodRun, container: JsonObject): string | undefined {
+    const file = this.terminationMessageFile(run, container);
+    const text = existsSync(file) ? readFileSync(file) : Buffer.alloc(0);
+    if (text.length === 0) return undefined;
+    return text.subarray(-TERMINATION_MESSAGE_MAX_BYTES).toString('utf8');
   }
 
   private markReadyIfAllRunning(run: PodRun): void {
