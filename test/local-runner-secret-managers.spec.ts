@@ -7,12 +7,14 @@ import { IntegrationsService } from '../src/integrations/integrations.service.js
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
+import { FakeS3 } from './support/fake-s3.js';
 import { FakeTokenRegistry } from './support/fake-token-registry.js';
 import { FakeVault } from './support/fake-vault.js';
 import { fakeBuilderBin } from './support/fake-builders.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { ociLayoutDigest } from '../src/registries/oci-layout.js';
 
 /**
  * Issue 15 on a laptop: the local runner resolves a build's references through the same
@@ -29,12 +31,14 @@ describe('the local runner resolves secret references and checks the registry', 
   let admin: ApiClient;
   let vault: FakeVault;
   let registry: FakeTokenRegistry;
+  let s3: FakeS3;
 
   beforeAll(async () => {
-    [database, vault, registry] = await Promise.all([
+    [database, vault, registry, s3] = await Promise.all([
       createTestDatabase(),
       FakeVault.start(),
       FakeTokenRegistry.start(),
+      FakeS3.start({ region: 'eu-west-1', buckets: ['kiln-images'] }),
     ]);
     repo = new GitRepo();
     repo.commit('main', { busybox: { copyFrom: '/bin/busybox' } });
@@ -70,7 +74,7 @@ describe('the local runner resolves secret references and checks the registry', 
 
   afterAll(async () => {
     await kiln?.close();
-    await Promise.all([database?.drop(), vault?.stop(), registry?.stop()]);
+    await Promise.all([database?.drop(), vault?.stop(), registry?.stop(), s3?.stop()]);
     await rm(dataDir, { recursive: true, force: true });
     await rm(bin, { recursive: true, force: true });
     if (repo !== undefined) await rm(repo.dir, { recursive: true, force: true });
@@ -206,5 +210,98 @@ describe('the local runner resolves secret references and checks the registry', 
     ]);
     expect(row.failure_reason).toBe('RegistryUnauthorized');
     await integrations().removeRegistry(seeded.tenantA, 'harbor');
+  });
+
+  describe('registry_type s3', () => {
+    const accessKeyId = `AKIA${randomBytes(8).toString('hex').toUpperCase()}`;
+    const secretAccessKey = randomBytes(20).toString('base64');
+
+    beforeAll(() => {
+      s3.addUser({ accessKeyId, secretAccessKey });
+      vault.put('kv', 'ci/s3', { id: accessKeyId, secret: secretAccessKey });
+    });
+
+    afterEach(() =>
+      integrations()
+        .removeRegistry(seeded.tenantA, 's3')
+        .catch(() => undefined),
+    );
+
+    function s3Manifest(): Record<string, unknown> {
+      const manifest = wizardManifest('buildx');
+      Object.assign(manifest['build_config'] as Record<string, unknown>, {
+        registry_type: 's3',
+        dockerfile: 'FROM scratch\nCOPY busybox /bin/busybox\n',
+        platforms: ['linux/amd64'],
+      });
+      return manifest;
+    }
+
+    it('saves the image as an OCI layout, uploads it to the bucket and records its s3:// address and digest', async () => {
+      await integrations().setRegistry(seeded.tenantA, 's3', {
+        bucket: 'kiln-images',
+        prefix: 'builds',
+        region: 'eu-west-1',
+        endpoint: s3.url,
+        forcePathStyle: true,
+        accessKeyId: 'vault:kv/data/ci/s3#id',
+        secretAccessKey: 'vault:kv/data/ci/s3#secret',
+      });
+      const id = await started(s3Manifest());
+
+      const build = await finished(id);
+      expect({ status: build['status'], error: build['error_message'] }).toEqual({
+        status: 'success',
+        error: null,
+      });
+      const digest = build['image_digest'] as string;
+      expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      const images = build['images'] as string[];
+      expect(images).toEqual([
+        `s3://kiln-images/builds/${seeded.projectA}/${String(build['build_number'])}-${digest.slice(7, 19)}.oci.tar`,
+      ]);
+      const stored = s3.object('kiln-images', images[0]!.slice('s3://kiln-images/'.length))!;
+      expect(stored.contentType).toBe('application/vnd.oci.image.layout.v1+tar');
+      expect(stored.metadata['oci-digest']).toBe(digest);
+      // The object is the layout whose manifest is the recorded digest.
+      const tar = join(dataDir, 'downloaded.oci.tar');
+      writeFileSync(tar, stored.body);
+      expect((await ociLayoutDigest(tar)).digest).toBe(digest);
+      const messages = (await messagesOf(id)).join('\n');
+      expect(messages).toMatch(/STEP \d+\/\d+/); // buildah's, which a refused build never prints
+      expect(messages).toContain(`uploaded ${images[0]}`);
+      expect(messages).not.toContain(secretAccessKey);
+      expect(await databaseText()).not.toContain(secretAccessKey);
+    });
+
+    it('keys S3 refuses fail the build with RegistryUnauthorized before anything is built', async () => {
+      vault.put('kv', 'ci/s3-wrong', { id: accessKeyId, secret: 'not-the-secret-key' });
+      await integrations().setRegistry(seeded.tenantA, 's3', {
+        bucket: 'kiln-images',
+        region: 'eu-west-1',
+        endpoint: s3.url,
+        forcePathStyle: true,
+        accessKeyId: 'vault:kv/data/ci/s3-wrong#id',
+        secretAccessKey: 'vault:kv/data/ci/s3-wrong#secret',
+      });
+      const id = await started(s3Manifest());
+
+      const build = await finished(id);
+      expect(build['status']).toBe('failed');
+      expect(build['error_message']).toContain('s3://kiln-images');
+      const [row] = await kiln.dataSource.query('SELECT failure_reason FROM builds WHERE id = $1', [
+        id,
+      ]);
+      expect(row.failure_reason).toBe('RegistryUnauthorized');
+      // buildah never ran: none of its `STEP n/m` lines.
+      expect((await messagesOf(id)).filter((line) => /STEP \d+\/\d+/.test(line))).toEqual([]);
+    });
+
+    it('a tenant without S3 settings gets InvalidSpec saying how to add them', async () => {
+      const id = await started(s3Manifest());
+      const build = await finished(id);
+      expect(build['status']).toBe('failed');
+      expect(build['error_message']).toContain('kiln registry set --type s3');
+    });
   });
 });

@@ -14,7 +14,11 @@ import {
   RegistryUnauthorizedError,
   RegistryUnavailableError,
 } from '../registries/registry.js';
-import type { OciRegistrySettings, RegistrySettingsByType } from '../registries/settings.js';
+import type {
+  OciRegistrySettings,
+  RegistrySettingsByType,
+  S3RegistrySettings,
+} from '../registries/settings.js';
 import { isSecretReference } from '../secret-managers/reference.js';
 import type { Resolution } from '../secret-managers/secret-resolver.js';
 import type { SecretSealer } from '../secrets/secret-sealer.js';
@@ -48,6 +52,8 @@ export interface BuildAccessDeps {
   readonly registries: RegistrySettingsSource;
   readonly projects: GitCredentialsSource;
   readonly resolver: ReferenceResolver;
+  /** The pre-flight check of an S3 target: the bucket exists and the keys may use it. */
+  readonly checkBucket: (target: S3ImageTarget, signal?: AbortSignal) => Promise<void>;
   /** The pre-flight check of each OCI registry type (OciRegistryPreflight). */
   readonly preflight: (type: OciRegistryType) => RegistryPreflight;
   readonly sealer: SecretSealer;
@@ -62,6 +68,16 @@ export interface BuildToStart {
   readonly spec: BuildSpec;
 }
 
+/** Where an `s3` build's image goes. */
+export interface S3ImageTarget {
+  readonly bucket: string;
+  readonly prefix?: string;
+  readonly region: string;
+  readonly endpoint?: string;
+  readonly forcePathStyle?: boolean;
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+}
+
 /** What a starting build's Job gets, every value resolved; held in memory only. */
 export interface BuildAccessGrant {
   readonly ok: true;
@@ -73,6 +89,11 @@ export interface BuildAccessGrant {
   readonly dockerConfig?: string;
   /** What the checkout clones with, when the project has git credentials. */
   readonly git?: { readonly username: string; readonly password: string };
+  /**
+   * `registry_type: s3`: where the image's OCI layout goes (the tenant's settings, keys resolved;
+   * no keys: the build's own identity, e.g. IRSA on its service account).
+   */
+  readonly s3?: S3ImageTarget;
   /** Every value that must never show in a log line. */
   readonly masked: readonly string[];
   /** Lines for the build log (`[kiln] …`). */
@@ -127,6 +148,20 @@ export class BuildAccess {
     if (registry?.username !== undefined && registry.password !== undefined) {
       fields[`registry.${registryType}.username`] = registry.username;
       fields[`registry.${registryType}.password`] = registry.password;
+    }
+    const s3: S3RegistrySettings | undefined =
+      registryType === 's3' ? await this.deps.registries.registry(build.tenantId, 's3') : undefined;
+    if (registryType === 's3' && s3 === undefined) {
+      return {
+        ok: false,
+        reason: 'InvalidSpec',
+        message:
+          'registry_type s3 needs the tenant’s S3 settings (an admin sets them: kiln registry set --type s3)',
+      };
+    }
+    if (s3?.accessKeyId !== undefined && s3.secretAccessKey !== undefined) {
+      fields['registry.s3.accessKeyId'] = s3.accessKeyId;
+      fields['registry.s3.secretAccessKey'] = s3.secretAccessKey;
     }
 
     const project =
@@ -187,8 +222,28 @@ export class BuildAccess {
       if ('reason' in checked) return checked;
       notes.push(...checked.notes);
     }
+    let s3Target: S3ImageTarget | undefined;
+    if (s3 !== undefined) {
+      const { accessKeyId, secretAccessKey, ...where } = s3;
+      const keys =
+        accessKeyId === undefined || secretAccessKey === undefined
+          ? undefined
+          : {
+              accessKeyId: values['registry.s3.accessKeyId']!,
+              secretAccessKey: values['registry.s3.secretAccessKey']!,
+            };
+      if (keys !== undefined) masked.add(keys.secretAccessKey);
+      s3Target = { ...where, ...(keys === undefined ? {} : { credentials: keys }) };
+      // With keys, kiln can ask as the build will; without, the build's pod has its own identity.
+      if (keys !== undefined) {
+        const checked = await this.checkBucket(s3Target, signal);
+        if (checked !== undefined && 'reason' in checked) return checked;
+        if (checked !== undefined) notes.push(checked.note);
+      }
+    }
     return {
       ok: true,
+      ...(s3Target === undefined ? {} : { s3: s3Target }),
       secrets: resolvedSecrets,
       env,
       ...(dockerConfig === undefined ? {} : { dockerConfig }),
@@ -196,6 +251,26 @@ export class BuildAccess {
       masked: [...masked].filter((value) => value !== ''),
       notes,
     };
+  }
+
+  private async checkBucket(
+    target: S3ImageTarget,
+    signal: AbortSignal | undefined,
+  ): Promise<BuildAccessRefusal | { note: string } | undefined> {
+    try {
+      await this.deps.checkBucket(target, signal);
+      return undefined;
+    } catch (error) {
+      if (error instanceof RegistryUnauthorizedError) {
+        return { ok: false, reason: 'RegistryUnauthorized', message: error.message };
+      }
+      if (error instanceof RegistryUnavailableError) {
+        return {
+          note: `the pre-flight check of s3://${target.bucket} could not reach S3 (${error.message}); the build goes on`,
+        };
+      }
+      throw error;
+    }
   }
 
   /** The build's push targets on the tenant's registry: named by its rules, and pushable. */

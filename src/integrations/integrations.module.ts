@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { KilnConfig } from '../config/config.js';
 import { ProjectsRepository } from '../projects/projects.repository.js';
+import { S3ImageStore } from '../registries/s3-upload.js';
 import { OciRegistryPreflight } from '../registries/oci-preflight.js';
 import { createSecretManager } from '../secret-managers/secret-managers.js';
 import { SecretResolver } from '../secret-managers/secret-resolver.js';
@@ -41,6 +42,8 @@ export const INTEGRATIONS_ENTITIES = [TenantSecretManagerEntity, TenantRegistryE
           resolver: new SecretResolver(integrations, (type, settings) =>
             createSecretManager(type, settings, config.externalCalls),
           ),
+          checkBucket: (target, signal) =>
+            new S3ImageStore(target, config.externalCalls).checkBucket(signal),
           preflight: (type) => {
             const preflight = new OciRegistryPreflight(type);
             return {

@@ -34,6 +34,8 @@ export interface S3StoreSettings {
   readonly credentialsFile?: string;
   /** The profile in that file (or in the default chain's files); `default` when absent. */
   readonly profile?: string;
+  /** Keys resolved for this build from the tenant's secret manager; win over the above. */
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
 export interface S3UploadTuning {
@@ -197,7 +199,8 @@ export class S3ImageStore {
   }
 
   private client(tracker?: RequestTracker): S3Client {
-    const { region, endpoint, forcePathStyle, credentialsFile, profile } = this.settings;
+    const { region, endpoint, forcePathStyle, credentialsFile, profile, credentials } =
+      this.settings;
     const client = new S3Client({
       region,
       ...(endpoint !== undefined && { endpoint }),
@@ -208,10 +211,12 @@ export class S3ImageStore {
         connectionTimeout: this.limits.timeoutMs,
         socketTimeout: this.limits.timeoutMs,
       },
-      ...((credentialsFile !== undefined || profile !== undefined) && {
-        // ignoreCache: a rotated credentials file (a remounted Secret) is read afresh.
-        credentials: fromIni({ filepath: credentialsFile, profile, ignoreCache: true }),
-      }),
+      ...(credentials !== undefined
+        ? { credentials: { ...credentials } }
+        : (credentialsFile !== undefined || profile !== undefined) && {
+            // ignoreCache: a rotated credentials file (a remounted Secret) is read afresh.
+            credentials: fromIni({ filepath: credentialsFile, profile, ignoreCache: true }),
+          }),
     });
     tracker?.follow(client);
     return client;

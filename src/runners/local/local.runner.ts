@@ -4,7 +4,11 @@ import {
   BuildAccess,
   type BuildAccessGrant,
   type BuildAccessRefusal,
+  type S3ImageTarget,
 } from '../../integrations/build-access.js';
+import { OciLayoutError, ociLayoutDigest } from '../../registries/oci-layout.js';
+import { RegistryUnauthorizedError, RegistryUnavailableError } from '../../registries/registry.js';
+import { S3ImageStore, s3ImageKey } from '../../registries/s3-upload.js';
 import {
   Inject,
   Injectable,
@@ -70,7 +74,8 @@ class BuildFailure extends Error {
  * every reference pushed (recorded with the build's success); or why there is none.
  */
 type Pushed =
-  { readonly reference: string; readonly images: PushedImages } | { readonly none: string };
+  | { readonly reference: string; readonly images: PushedImages }
+  | { readonly none: string; readonly images?: PushedImages };
 
 interface ActiveRun {
   cancelled: boolean;
@@ -461,6 +466,9 @@ export class LocalRunner
     if (built.code !== 0)
       throw new BuildFailure('BuildFailed', failureMessage(built.tail, built.code));
 
+    if (run.access?.s3 !== undefined) {
+      return this.storeInS3(build, run, dir, image, run.access.s3);
+    }
     if (targets.length === 0) {
       await this.say(
         build.id,
@@ -507,6 +515,64 @@ export class LocalRunner
     return 'problem' in images
       ? { none: 'buildah did not say which digest it pushed' }
       : { reference: referenceOf(images), images };
+  }
+
+  /**
+   * `registry_type: s3` (docs/adr/0022-registries.md): the image saved as an OCI layout tarball
+   * (`buildah push … oci-archive:`), uploaded to the tenant's bucket, its `s3://` address and
+   * digest recorded. The SBOM and scan steps, which read registry images, do not run.
+   */
+  private async storeInS3(
+    build: RunnableBuild,
+    run: ActiveRun,
+    dir: string,
+    image: string,
+    target: S3ImageTarget,
+  ): Promise<Pushed> {
+    const archive = join(dir, 'image.oci.tar');
+    await rm(archive, { force: true });
+    const saved = await this.runChild(
+      build.id,
+      run,
+      'buildah',
+      [...this.buildahArgs(dir), 'push', image, `oci-archive:${archive}`],
+      'push',
+      dir,
+    );
+    if (run.cancelled) return { none: 'the build was cancelled' };
+    if (saved.code !== 0) {
+      throw new BuildFailure(
+        'BuildFailed',
+        `saving the image as an OCI layout failed: ${failureMessage(saved.tail, saved.code)}`,
+      );
+    }
+    try {
+      const layout = await ociLayoutDigest(archive);
+      const key = s3ImageKey({
+        ...(target.prefix === undefined ? {} : { prefix: target.prefix }),
+        project: build.projectId,
+        buildNumber: build.buildNumber,
+        digest: layout.digest,
+      });
+      const stored = await new S3ImageStore(target, this.config.externalCalls).upload(archive, {
+        key,
+      });
+      await this.say(build.id, `uploaded ${stored.uri} (${stored.digest}, ${stored.size} bytes)`);
+      return {
+        none: 'the image went to S3 as an OCI layout, and these steps read registry images',
+        images: { digest: stored.digest, images: [stored.uri] },
+      };
+    } catch (error) {
+      if (error instanceof RegistryUnauthorizedError) {
+        throw new BuildFailure('RegistryUnauthorized', error.message);
+      }
+      if (error instanceof RegistryUnavailableError || error instanceof OciLayoutError) {
+        throw new BuildFailure('BuildFailed', `storing the image in S3 failed: ${error.message}`);
+      }
+      throw error;
+    } finally {
+      await rm(archive, { force: true });
+    }
   }
 
   /**
