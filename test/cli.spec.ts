@@ -127,6 +127,92 @@ describe('the kiln admin CLI', () => {
     expect(result.stderr).toMatch(message);
   });
 
+  it('sets, lists and removes a tenant’s secret manager and registry settings', () => {
+    json(['tenant', 'create', 'managed-co']);
+    const vault = {
+      address: 'https://vault.example.com:8200',
+      namespace: 'platform',
+      auth: { method: 'kubernetes', role: 'kiln' },
+    };
+    const set = json(
+      [
+        'secret-manager',
+        'set',
+        '--tenant',
+        'managed-co',
+        '--type',
+        'vault',
+        '--settings-file',
+        '-',
+      ],
+      JSON.stringify(vault),
+    );
+    const harbor = {
+      address: 'harbor.example.com',
+      namespace: 'team',
+      username: 'robot$team+ci',
+      password: 'vault:kv/data/registry/harbor#secret',
+    };
+    json(
+      ['registry', 'set', '--tenant', 'managed-co', '--type', 'harbor', '--settings-file', '-'],
+      JSON.stringify(harbor),
+    );
+
+    expect(set).toMatchObject({ type: 'vault', settings: vault });
+    expect(json(['secret-manager', 'list', '--tenant', 'managed-co']).secret_managers).toEqual([
+      expect.objectContaining({ type: 'vault', settings: vault }),
+    ]);
+    expect(json(['registry', 'list', '--tenant', 'managed-co']).registries).toEqual([
+      expect.objectContaining({ type: 'harbor', settings: harbor }),
+    ]);
+    json(['secret-manager', 'remove', '--tenant', 'managed-co', '--type', 'vault']);
+    expect(json(['secret-manager', 'list', '--tenant', 'managed-co']).secret_managers).toEqual([]);
+  });
+
+  it.each([
+    [
+      ['registry', 'set', '--tenant', 'acme', '--type', 'quay', '--settings-file', '-'],
+      { address: 'quay.io', username: 'org+robot', password: 'plain-token' },
+      /settings\.password: must be a secret reference/,
+    ],
+    [
+      ['secret-manager', 'set', '--tenant', 'acme', '--type', 'vault', '--settings-file', '-'],
+      { address: 'vault.example.com', auth: { method: 'token' } },
+      /settings\.address: must be an http\(s\) URL[\s\S]*settings\.auth\.tokenFile: is required/,
+    ],
+    [
+      ['secret-manager', 'set', '--tenant', 'acme', '--type', 'gsm', '--settings-file', '-'],
+      {},
+      /Unknown secret manager gsm/,
+    ],
+  ])(
+    'refuses settings `kiln %j` that would store a credential or cannot work',
+    (args, settings, message) => {
+      const result = kiln(args, JSON.stringify(settings));
+
+      expect(result.status).toBe(1);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).not.toContain('plain-token');
+    },
+  );
+
+  it('gives a project git credentials whose password is a reference, and refuses a plain one', () => {
+    json(['tenant', 'create', 'git-co']);
+    json(['project', 'create', '--tenant', 'git-co', '--name', 'web']);
+    const args = ['project', 'git-credentials', '--tenant', 'git-co', '--project', 'web'];
+
+    const plain = kiln([...args, '--username', 'ci', '--password', 'hunter2-plain']);
+    const set = json([...args, '--username', 'ci', '--password', 'aws:git/web#token']);
+
+    expect(plain.status).toBe(1);
+    expect(plain.stderr).toMatch(/password: must be a secret reference/);
+    expect(set).toEqual({ project_id: expect.any(String), git_credentials: true });
+    expect(json([...args, '--clear'])).toEqual({
+      project_id: set.project_id,
+      git_credentials: false,
+    });
+  });
+
   it('refuses a short password read from stdin', () => {
     const result = kiln(
       ['user', 'create', '--email', 'short@acme.io', '--password-stdin'],

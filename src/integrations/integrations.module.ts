@@ -15,18 +15,23 @@ import { TenantSecretManagerEntity } from './tenant-secret-manager.entity.js';
 /** The entities this feature maps; src/app.entities.ts registers them with the DataSource. */
 export const INTEGRATIONS_ENTITIES = [TenantSecretManagerEntity, TenantRegistryEntity];
 
+/** Tenants' secret-manager and registry settings (the admin CLI sets them, runners read them). */
+@Module({
+  providers: [IntegrationsRepository, IntegrationsService],
+  exports: [IntegrationsService],
+})
+export class IntegrationsModule {}
+
 /**
- * Tenants' secret managers and registries: their settings, and BuildAccess, which the runners
- * ask when a build starts. The adapters live beside their ports (src/secret-managers,
- * src/registries).
+ * BuildAccess, which the runners ask when a build starts: the tenant's settings, the adapters
+ * beside their ports (src/secret-managers, src/registries), the sealer of build secrets.
  */
 @Module({
-  // ProjectsRepository alone (project git credentials), not ProjectsModule: the operator role
-  // imports this module and must not mount the projects routes.
+  imports: [IntegrationsModule],
   providers: [
+    // ProjectsRepository alone (project git credentials), not ProjectsModule: the operator role
+    // imports this module and must not mount the projects routes.
     ProjectsRepository,
-    IntegrationsRepository,
-    IntegrationsService,
     {
       provide: BuildAccess,
       inject: [IntegrationsService, ProjectsRepository, SecretSealer, KilnConfig],
@@ -58,6 +63,6 @@ export const INTEGRATIONS_ENTITIES = [TenantSecretManagerEntity, TenantRegistryE
         }),
     },
   ],
-  exports: [IntegrationsService, BuildAccess],
+  exports: [BuildAccess],
 })
-export class IntegrationsModule {}
+export class BuildAccessModule {}

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
-import { IntegrationsModule } from '../integrations/integrations.module.js';
+import { BuildAccessModule } from '../integrations/integrations.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
@@ -11,7 +11,7 @@ import { BuildOperator } from './build-operator.js';
  * Build resources into Jobs and their pods' logs into the log store. It mounts no HTTP route.
  */
 @Module({
-  imports: [KubernetesModule, LifecycleModule, LogsModule, ArtifactsModule, IntegrationsModule],
+  imports: [KubernetesModule, LifecycleModule, LogsModule, ArtifactsModule, BuildAccessModule],
   providers: [BuildOperator],
   exports: [BuildOperator],
 })

@@ -1,7 +1,7 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { KilnConfig } from '../config/config.js';
-import { IntegrationsModule } from '../integrations/integrations.module.js';
+import { BuildAccessModule } from '../integrations/integrations.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
@@ -22,7 +22,7 @@ export class RunnersModule {
     return {
       module: RunnersModule,
       global: true,
-      imports: [LifecycleModule, LogsModule, KubernetesModule, ArtifactsModule, IntegrationsModule],
+      imports: [LifecycleModule, LogsModule, KubernetesModule, ArtifactsModule, BuildAccessModule],
       providers:
         runner === undefined
           ? [
