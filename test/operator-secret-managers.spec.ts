@@ -10,10 +10,11 @@ import { IntegrationsRepository } from '../src/integrations/integrations.reposit
 import { IntegrationsService } from '../src/integrations/integrations.service.js';
 import { ProjectsRepository } from '../src/projects/projects.repository.js';
 import { ProjectsService } from '../src/projects/projects.service.js';
-import { wizardManifest } from './support/builds.js';
+import { ApiClient, wizardManifest } from './support/builds.js';
 import { FakeAwsSecretsManager } from './support/fake-aws-secrets-manager.js';
 import { FakeTokenRegistry } from './support/fake-token-registry.js';
 import { FakeVault } from './support/fake-vault.js';
+import { tokenFor } from './support/auth.js';
 import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import type { ContainerRunContext } from './support/kube/kubelet.js';
@@ -256,6 +257,37 @@ describe('secret references through the operator', () => {
     expect(ground.jobOf(id)).toBeUndefined();
   });
 
+  it('another tenant’s build cannot use tenant A’s manager: its references resolve against its own settings', async () => {
+    await useVault();
+    vault.put('kv', 'team/npm', { token: secretValue() });
+    const adminB = new ApiClient(
+      ground.api,
+      await tokenFor(ground.api.baseUrl, ground.seeded.users.adminB.email),
+      ground.seeded.tenantB,
+    );
+    const manifest = wizardManifest('buildx');
+    Object.assign(manifest['build_config'] as Record<string, unknown>, {
+      secrets: { npm_token: 'vault:kv/data/team/npm#token' },
+      registry_repository: 'registry.example.com/b/app',
+    });
+    const created = await adminB.request('POST', '/builds', {
+      tenant_id: ground.seeded.tenantB,
+      project_id: ground.seeded.projectB,
+      manifest,
+    });
+    expect(created.status).toBe(201);
+    const id = (await jsonOf(created)).data.id as string;
+    expect((await adminB.request('POST', `/builds/${id}/start`)).status).toBe(200);
+
+    const build = await until('tenant B’s build to end', async () => {
+      const record = await jsonOf(await adminB.request('GET', `/builds/${id}`));
+      return ['success', 'failed'].includes(record.status) ? record : undefined;
+    });
+    expect(build.status).toBe('failed');
+    expect(build.error_message).toContain('the tenant has no vault settings');
+    expect(ground.jobOf(id)).toBeUndefined();
+  });
+
   it('a tenant without settings for the chosen manager gets a message saying how to add them', async () => {
     await integrations()
       .removeSecretManager(ground.seeded.tenantA, 'aws_secretsmanager')
@@ -320,20 +352,12 @@ describe('project git credentials through the operator', () => {
 
   afterEach(async () => {
     await projects().setGitCredentials(ground.seeded.tenantA, ground.seeded.projectA, null);
-    await ground.api.dataSource.query(
-      'UPDATE projects SET git_repository_url = NULL WHERE id = $1',
-      [ground.seeded.projectA],
-    );
   });
 
   it('the source container clones with a token from Vault, through a credential helper real git runs', async () => {
     await useVault();
     const token = secretValue();
     vault.put('kv', 'git/ci', { token });
-    await ground.api.dataSource.query('UPDATE projects SET git_repository_url = $1 WHERE id = $2', [
-      'https://git.example.com/team/app.git',
-      ground.seeded.projectA,
-    ]);
     await projects().setGitCredentials(ground.seeded.tenantA, ground.seeded.projectA, {
       username: 'kiln-ci',
       password: 'vault:kv/data/git/ci#token',
