@@ -137,6 +137,18 @@ module.exports = {
       },
     },
     {
+      name: 'vendor-sdks-behind-ports',
+      severity: 'error',
+      comment:
+        "The secret managers' and S3's SDKs belong in their adapters (src/secret-managers/, " +
+        'src/registries/), behind the SecretManager and Registry ports (ADR 0021, 0022).',
+      from: { path: SRC, pathNot: [folders('secret-managers', 'registries'), SPEC] },
+      to: {
+        path: `(?:${NODE_MODULES}|^)(?:@aws-sdk|@azure|@smithy)/`,
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       comment:
