@@ -74,6 +74,7 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'config-is-the-ground: config/imports-common.ts → common/util.ts',
           'typeorm-only-in-data-layer: builds/uses-typeorm.ts → node_modules/typeorm/index.d.ts',
           'kubernetes-client-only-in-kubernetes: runners/uses-kube-client.ts → node_modules/@kubernetes/client-node/dist/index.js',
+          'vendor-sdks-behind-ports: builds/uses-aws-sdk.ts → node_modules/@aws-sdk/client-s3/dist-es/index.js',
           'no-circular: common/cycle-a.ts → common/cycle-b.ts',
           'not-to-unresolvable: common/imports-missing.ts → ./missing.js',
         ].sort(),

@@ -580,6 +580,46 @@ describe('buildx.jobSpec', () => {
     expect(builder.securityContext).toEqual(BUILDKIT_SECURITY_CONTEXT);
   });
 
+  it('registry_type s3: the OCI exporter writes the layout tarball for s3-upload, every platform, nothing pushed', () => {
+    const spec = wizard(
+      {
+        registry_type: 's3',
+        registry_repository: 'reg.io/team/app',
+        platforms: ['linux/amd64', 'linux/arm64'],
+      },
+      { environment: {} },
+    );
+    const kilnImage = `registry.example.com/kiln@sha256:${'5'.repeat(64)}`;
+
+    const translation = buildx.jobSpec(spec, {
+      ...jobContext,
+      settings: { ...DEFAULT_JOB_SETTINGS, steps: { ...DEFAULT_JOB_SETTINGS.steps, kilnImage } },
+      s3: { bucket: 'kiln-images', region: 'eu-west-1', credentials: true },
+    });
+
+    const job = jobOfTranslation(translation);
+    const pod = job.spec!.template.spec!;
+    const builder = pod.initContainers!.find((c) => c.name === 'build')!;
+    expect(builder.args).toEqual([
+      'build',
+      '--frontend=dockerfile.v0',
+      '--local=context=/workspace/source',
+      ...INLINE,
+      '--opt=platform=linux/amd64,linux/arm64',
+      '--output=type=oci,dest=/kiln/out/image.oci.tar',
+      '--progress=plain',
+    ]);
+    expect(builder.volumeMounts).toContainEqual(OUT_MOUNT);
+    expect(pod.containers.map((c) => [c.name, c.image, c.args])).toEqual([
+      ['s3-upload', kilnImage, ['s3-upload', 'oci-tar', 'image.oci.tar']],
+    ]);
+    expect(translation.kind === 'job' && translation.secretKeys).toEqual([
+      's3.access-key-id',
+      's3.secret-access-key',
+    ]);
+    expect(hardeningProblems(job)).toEqual([]);
+  });
+
   it("builds the repository's own Dockerfile from the checkout, with no ConfigMap", () => {
     const spec = wizard({ registry_repository: 'reg.io/team/app' }, { environment: {} });
     const plan = { ...dockerfilePlan(spec, undefined, {}), dockerfilePath: 'Dockerfile' };

@@ -72,6 +72,8 @@ const BUILDKIT_HOME = '/home/user';
 export const BUILDKIT_DOCKER_CONFIG = `${BUILDKIT_HOME}/.docker`;
 /** Where buildctl writes what it pushed (`containerimage.digest`, `image.name`). */
 export const BUILDKIT_METADATA_FILE = `${OUT_DIR}/buildkit-metadata.json`;
+/** Where BuildKit's OCI exporter writes the image of a registry_type s3 build. */
+export const BUILDKIT_OCI_TARBALL = `${OUT_DIR}/image.oci.tar`;
 
 /**
  * Rootless BuildKit's container security context, as builders.md §2.2 gives it from BuildKit's
@@ -150,8 +152,13 @@ export function buildxJob(
   });
   args.push(...cache.args);
 
-  const targets = pushTargets(spec.output, context.buildNumber);
-  if (targets.length === 0) {
+  // registry_type s3: BuildKit's OCI exporter writes an OCI image layout tarball (an image
+  // index for several platforms) for the s3-upload step; nothing is pushed (BuildKit's README,
+  // "Exporting OCI Image Format tarball to client").
+  const targets = context.s3 === undefined ? pushTargets(spec.output, context.buildNumber) : [];
+  if (context.s3 !== undefined) {
+    args.push(`--output=type=oci,dest=${BUILDKIT_OCI_TARBALL}`);
+  } else if (targets.length === 0) {
     notes.push(
       'no registry is configured for this build, so the image is built but not pushed (BuildKit without an image output)',
     );
@@ -196,6 +203,9 @@ export function buildxJob(
     ...(targets.length === 0
       ? {}
       : { pushedImage: { format: 'buildkit-metadata', file: BUILDKIT_METADATA_FILE } }),
+    ...(context.s3 === undefined
+      ? {}
+      : { ociLayout: { format: 'oci-tar', path: BUILDKIT_OCI_TARBALL } }),
   });
 }
 

@@ -222,6 +222,38 @@ describe('container.jobSpec', () => {
     expect(job.spec?.activeDeadlineSeconds).toBe(1200);
   });
 
+  it('registry_type s3: kaniko writes the generated image as an OCI layout directory for s3-upload', () => {
+    const kilnImage = `registry.example.com/kiln@sha256:${'5'.repeat(64)}`;
+    // No registry anywhere: an s3 build needs none.
+    const spec = containerSpec({ registry_type: 's3' }, {}, bare);
+
+    const translation = container.jobSpec(spec, {
+      ...jobContext,
+      buildSecretName: `kiln-${BUILD_ID}`,
+      settings: { ...DEFAULT_JOB_SETTINGS, steps: { ...DEFAULT_JOB_SETTINGS.steps, kilnImage } },
+      s3: { bucket: 'kiln-images', prefix: 'ci', region: 'eu-west-1', credentials: true },
+    });
+
+    const job = jobOfTranslation(translation);
+    const pod = job.spec!.template.spec!;
+    expect(pod.initContainers?.map((c) => c.name)).toEqual(['build']);
+    expect(pod.initContainers?.[0]?.args).toEqual([
+      '--dockerfile=/kiln/dockerfile/Dockerfile',
+      '--context=dir:///kiln/dockerfile',
+      '--no-push',
+      '--oci-layout-path=/kiln/out/oci-layout',
+      ...FIXED_FLAGS,
+    ]);
+    expect(pod.containers.map((c) => [c.name, c.image, c.args])).toEqual([
+      ['s3-upload', kilnImage, ['s3-upload', 'oci-dir', 'oci-layout']],
+    ]);
+    expect(translation.kind === 'job' && translation.notes).toEqual([
+      'registry_type s3: the image is written as an OCI image layout and uploaded to s3://kiln-images/ci/ by the s3-upload step, not pushed to a registry',
+      'the SBOM (syft) and scan (trivy) steps do not run for registry_type s3: they read the image from a registry, and this one goes to S3',
+    ]);
+    expect(hardeningProblems(job)).toEqual([]);
+  });
+
   it('keeps the environment out of the build args (it is in the Containerfile)', () => {
     const job = jobOfTranslation(
       container.jobSpec(containerSpec({ registry_repository: 'reg.io/team/web' }), jobContext),

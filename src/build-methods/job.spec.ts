@@ -1,4 +1,5 @@
 import { manifestSpec } from '../../test/support/build-specs.js';
+import { type PodSpec, restrictedViolations } from '../../test/support/pod-security.js';
 import type { V1Job } from '@kubernetes/client-node';
 
 import type { BuildSpec, SpecContext } from './build-spec.js';
@@ -13,9 +14,11 @@ import {
   jobOf,
   type JobPlan,
   onInsecureRegistry,
+  S3_CREDENTIAL_KEYS,
   SOURCE_SECURITY_CONTEXT,
 } from './job.js';
 import { kaniko } from './kaniko.js';
+import { STEP_SECURITY_CONTEXT } from './steps.js';
 import type { MethodName } from './types.js';
 
 const specContext: SpecContext = {
@@ -336,6 +339,162 @@ describe(jobOf.name, () => {
         { name: 'layers', mountPath: '/layers' },
       ]),
     );
+  });
+});
+
+describe('jobOf for registry_type s3', () => {
+  const KILN_IMAGE = `registry.example.com/kiln@sha256:${'5'.repeat(64)}`;
+  const STEPS_ON = {
+    ...DEFAULT_JOB_SETTINGS,
+    steps: { ...DEFAULT_JOB_SETTINGS.steps, kilnImage: KILN_IMAGE },
+  };
+  const spec = specOf('kaniko', { dockerfile: 'FROM scratch\n', registry_type: 's3' });
+  const plan: JobPlan = {
+    builder: {
+      image: KANIKO_IMAGE,
+      command: ['/kaniko/executor'],
+      args: ['--no-push', '--oci-layout-path=/kiln/out/oci-layout'],
+      env: [],
+      securityContext: { runAsUser: 0 },
+      dockerConfigDir: '/kaniko/.docker',
+    },
+    files: {},
+    notes: [],
+    ociLayout: { format: 'oci-dir', path: '/kiln/out/oci-layout' },
+  };
+  const TARGET = {
+    bucket: 'kiln-images',
+    prefix: 'images/ci',
+    region: 'eu-west-1',
+    endpoint: 'https://minio.example.com:9000',
+    forcePathStyle: true,
+    credentials: true,
+  };
+  const context: JobContext = {
+    ...jobContext,
+    settings: STEPS_ON,
+    buildSecretName: 'kiln-b1',
+    s3: TARGET,
+  };
+  const STEP_RESOURCES = {
+    requests: { cpu: '250m', memory: '512Mi', 'ephemeral-storage': '1Gi' },
+    limits: { cpu: '1', memory: '2Gi', 'ephemeral-storage': '4Gi' },
+  };
+
+  function translated(overrides: Partial<JobContext> = {}) {
+    const translation = jobOf(spec, { ...context, ...overrides }, plan);
+    if (translation.kind !== 'job') throw new Error(translation.reason);
+    return { translation, pod: translation.job.spec!.template.spec! };
+  }
+
+  it('runs the s3-upload step after the builder, with the target in plain env and the keys from the build’s Secret', () => {
+    const { translation, pod } = translated();
+
+    expect(pod.initContainers?.map((c) => c.name)).toEqual(['source', 'build']);
+    expect(pod.containers).toEqual([
+      {
+        name: 's3-upload',
+        image: KILN_IMAGE,
+        imagePullPolicy: 'IfNotPresent',
+        command: ['/nodejs/bin/node', 'dist/steps/step-main.js'],
+        args: ['s3-upload', 'oci-dir', 'oci-layout'],
+        workingDir: '/app',
+        env: [
+          { name: 'KILN_STEP_OUT_DIR', value: '/kiln/out' },
+          { name: 'KILN_S3_BUCKET', value: 'kiln-images' },
+          { name: 'KILN_S3_PREFIX', value: 'images/ci' },
+          { name: 'KILN_S3_REGION', value: 'eu-west-1' },
+          { name: 'KILN_S3_ENDPOINT', value: 'https://minio.example.com:9000' },
+          { name: 'KILN_S3_FORCE_PATH_STYLE', value: 'true' },
+          { name: 'KILN_PROJECT_ID', value: 'project-1' },
+          { name: 'KILN_BUILD_NUMBER', value: '3' },
+          { name: 'KILN_TERMINATION_MESSAGE_PATH', value: '/dev/termination-log' },
+          { name: 'HOME', value: '/tmp' },
+          { name: 'TMPDIR', value: '/tmp' },
+          {
+            name: 'AWS_ACCESS_KEY_ID',
+            valueFrom: { secretKeyRef: { name: 'kiln-b1', key: 's3.access-key-id' } },
+          },
+          {
+            name: 'AWS_SECRET_ACCESS_KEY',
+            valueFrom: { secretKeyRef: { name: 'kiln-b1', key: 's3.secret-access-key' } },
+          },
+        ],
+        resources: STEP_RESOURCES,
+        securityContext: STEP_SECURITY_CONTEXT,
+        terminationMessagePolicy: 'FallbackToLogsOnError',
+        terminationMessagePath: '/dev/termination-log',
+        volumeMounts: [
+          { name: 'kiln-out', mountPath: '/kiln/out' },
+          { name: 'step-tmp', mountPath: '/tmp' },
+        ],
+      },
+    ]);
+    expect(pod.initContainers?.[1]?.volumeMounts).toContainEqual({
+      name: 'kiln-out',
+      mountPath: '/kiln/out',
+    });
+    expect(pod.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'kiln-out', emptyDir: {} },
+        { name: 'step-tmp', emptyDir: {} },
+      ]),
+    );
+    expect(translation.secretKeys).toEqual([
+      S3_CREDENTIAL_KEYS.accessKeyId,
+      S3_CREDENTIAL_KEYS.secretAccessKey,
+    ]);
+    expect(translation.notes).toEqual([
+      'registry_type s3: the image is written as an OCI image layout and uploaded to s3://kiln-images/images/ci/ by the s3-upload step, not pushed to a registry',
+      'the SBOM (syft) and scan (trivy) steps do not run for registry_type s3: they read the image from a registry, and this one goes to S3',
+    ]);
+    expect(hardeningProblems(translation.job)).toEqual([]);
+    // The step is PSS restricted (the builder is what it is).
+    const refused = restrictedViolations(JSON.parse(JSON.stringify(pod)) as PodSpec, {});
+    expect(refused.filter((problem) => problem.includes('s3-upload'))).toEqual([]);
+  });
+
+  it('leaves the keys to the pod’s own identity when the tenant’s settings name none', () => {
+    const { translation, pod } = translated({
+      s3: { bucket: 'kiln-images', region: 'eu-west-1', credentials: false },
+    });
+    const env = pod.containers[0]?.env ?? [];
+
+    expect(env.map((variable) => variable.name)).toEqual([
+      'KILN_STEP_OUT_DIR',
+      'KILN_S3_BUCKET',
+      'KILN_S3_REGION',
+      'KILN_PROJECT_ID',
+      'KILN_BUILD_NUMBER',
+      'KILN_TERMINATION_MESSAGE_PATH',
+      'HOME',
+      'TMPDIR',
+    ]);
+    expect(translation).not.toHaveProperty('secretKeys');
+    expect(translation.notes[0]).toContain('uploaded to s3://kiln-images/ by the s3-upload step');
+  });
+
+  it.each<[string, Partial<JobContext>, string]>([
+    [
+      'without kiln’s step image',
+      { settings: DEFAULT_JOB_SETTINGS },
+      'registry_type s3 needs kiln’s step image to upload the image: the operator has no KILN_STEP_IMAGE',
+    ],
+    [
+      'without an S3 target',
+      { s3: undefined },
+      'the image is written for S3, but the build has no S3 target',
+    ],
+    [
+      'with keys but no build Secret',
+      { buildSecretName: undefined },
+      'the S3 keys have no build Secret to come from',
+    ],
+  ])('cannot run %s', (_name, overrides, reason) => {
+    expect(jobOf(spec, { ...context, ...overrides }, plan)).toEqual({
+      kind: 'unsupported',
+      reason,
+    });
   });
 });
 

@@ -23,9 +23,11 @@ import {
   SCAN_TOOL_IMAGES,
 } from './images.js';
 import {
+  type OciLayoutOutput,
   OUT_DIR,
   OUT_VOLUME,
   type PushedImage,
+  type S3UploadTarget,
   STEP_SCRIPT,
   STEP_SECURITY_CONTEXT,
   STEP_TMP_VOLUME,
@@ -33,8 +35,15 @@ import {
   stepsOf,
 } from './steps.js';
 
-// The builder's output directory and what it pushed belong to the steps that read them.
-export { OUT_DIR, type PushedImage } from './steps.js';
+// The builder's output directory, what it pushed or wrote for S3, and the S3 keys belong to the
+// steps that read them.
+export {
+  type OciLayoutOutput,
+  OUT_DIR,
+  type PushedImage,
+  S3_CREDENTIAL_KEYS,
+  type S3UploadTarget,
+} from './steps.js';
 import type { MethodName } from './types.js';
 
 /**
@@ -141,6 +150,12 @@ export interface JobContext {
    * the source container clones with them.
    */
   readonly gitCredentials?: boolean;
+  /**
+   * registry_type s3: where the image goes (the tenant's settings). The builder writes an OCI
+   * layout instead of pushing, and the s3-upload step uploads it; with `credentials`, its keys
+   * are in the build's Secret (S3_CREDENTIAL_KEYS), never here.
+   */
+  readonly s3?: S3UploadTarget;
 }
 
 /**
@@ -213,6 +228,11 @@ export interface JobPlan {
   readonly buildSecretKeys?: readonly string[];
   /** Set when the builder pushes: an emptyDir at OUT_DIR is mounted into the builder. */
   readonly pushedImage?: PushedImage;
+  /**
+   * Set when the builder writes the image as an OCI layout under OUT_DIR instead of pushing it
+   * (`context.s3`): OUT_DIR is mounted into the builder, and the s3-upload step follows it.
+   */
+  readonly ociLayout?: OciLayoutOutput;
 }
 
 /**
@@ -458,7 +478,7 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     });
     builderMounts.push({ name: VOLUME.buildSecrets, mountPath: BUILD_SECRETS_DIR, readOnly: true });
   }
-  if (plan.pushedImage !== undefined) {
+  if (plan.pushedImage !== undefined || plan.ociLayout !== undefined) {
     volumes.push({ name: VOLUME.out, emptyDir: {} });
     builderMounts.push({ name: VOLUME.out, mountPath: OUT_DIR });
   }
@@ -498,14 +518,19 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
   const steps = stepsOf({
     spec,
     buildId: context.buildId,
+    projectId: context.projectId,
+    buildNumber: context.buildNumber,
     settings: settings.steps,
     pushed: plan.pushedImage,
+    ociLayout: plan.ociLayout,
+    s3: context.s3,
     buildSecretName: context.buildSecretName,
     credentialsSecretVolume: credentials === undefined ? undefined : VOLUME.credentials,
     insecureRegistries: settings.insecureRegistries,
     resources: resourcesOf(settings.resources.steps),
     imagePullPolicy: settings.imagePullPolicy,
   });
+  if (steps.kind === 'unsupported') return unsupported(steps.reason);
   const initContainers =
     repository === null
       ? []

@@ -466,6 +466,42 @@ describe('kaniko.jobSpec', () => {
     expect(job.spec?.activeDeadlineSeconds).toBe(900);
   });
 
+  it('registry_type s3: kaniko writes an OCI layout directory for s3-upload and pushes nothing', () => {
+    const spec = wizard(
+      { registry_type: 's3', registry_repository: 'reg.io/team/app' },
+      { environment: {} },
+    );
+    const kilnImage = `registry.example.com/kiln@sha256:${'5'.repeat(64)}`;
+
+    const translation = kaniko.jobSpec(spec, {
+      ...jobContext,
+      settings: { ...DEFAULT_JOB_SETTINGS, steps: { ...DEFAULT_JOB_SETTINGS.steps, kilnImage } },
+      s3: { bucket: 'kiln-images', region: 'eu-west-1', credentials: false },
+    });
+
+    const job = jobOfTranslation(translation);
+    const pod = job.spec!.template.spec!;
+    const builder = pod.initContainers!.find((c) => c.name === 'build')!;
+    // kaniko's README: --oci-layout-path "a directory in the container where the OCI image
+    // layout of a built image will be placed"; DoPush writes it before the --no-push return.
+    expect(builder.args).toEqual([
+      '--dockerfile=/kiln/dockerfile/Dockerfile',
+      '--context=dir:///workspace/source',
+      '--no-push',
+      '--oci-layout-path=/kiln/out/oci-layout',
+      ...FIXED_FLAGS,
+    ]);
+    expect(builder.volumeMounts).toContainEqual({ name: 'kiln-out', mountPath: '/kiln/out' });
+    expect(pod.containers.map((c) => [c.name, c.image, c.args])).toEqual([
+      ['s3-upload', kilnImage, ['s3-upload', 'oci-dir', 'oci-layout']],
+    ]);
+    expect(translation.kind === 'job' && translation.notes).toEqual([
+      'registry_type s3: the image is written as an OCI image layout and uploaded to s3://kiln-images/ by the s3-upload step, not pushed to a registry',
+      'the SBOM (syft) and scan (trivy) steps do not run for registry_type s3: they read the image from a registry, and this one goes to S3',
+    ]);
+    expect(hardeningProblems(job)).toEqual([]);
+  });
+
   it('runs the service account the operator names, still without its token', () => {
     const job = jobOfTranslation(
       kaniko.jobSpec(wizard({ registry_repository: 'reg.io/team/app' }), {

@@ -51,6 +51,8 @@ export const kaniko: BuildMethod = {
 
 /** What kaniko pushed, one `name:tag@sha256:…` line per destination, under OUT_DIR. */
 const KANIKO_PUSHED_FILE = 'image-ref';
+/** Where kaniko writes the image of a registry_type s3 build, as an OCI image layout directory. */
+export const KANIKO_OCI_LAYOUT = `${OUT_DIR}/oci-layout`;
 
 /**
  * kaniko runs as root with capabilities all inside the PSS baseline set (see
@@ -111,8 +113,13 @@ export function kanikoJob(
       : `${FILES_DIR}/Dockerfile`;
   const args = [`--dockerfile=${dockerfile}`, `--context=dir://${contextDir}`];
 
-  const targets = pushTargets(spec.output, context.buildNumber);
-  if (targets.length === 0) {
+  // registry_type s3: kaniko writes the image as an OCI image layout directory, before and
+  // regardless of its push (`--oci-layout-path`, kaniko's README; DoPush in
+  // pkg/executor/push.go), and pushes nothing; the s3-upload step archives and uploads it.
+  const targets = context.s3 === undefined ? pushTargets(spec.output, context.buildNumber) : [];
+  if (context.s3 !== undefined) {
+    args.push('--no-push', `--oci-layout-path=${KANIKO_OCI_LAYOUT}`);
+  } else if (targets.length === 0) {
     args.push('--no-push');
     notes.push(
       'no registry is configured for this build, so the image is built but not pushed (kaniko --no-push)',
@@ -165,5 +172,8 @@ export function kanikoJob(
     ...(reportPush
       ? { pushedImage: { format: 'image-ref', file: `${OUT_DIR}/${KANIKO_PUSHED_FILE}` } }
       : {}),
+    ...(context.s3 === undefined
+      ? {}
+      : { ociLayout: { format: 'oci-dir', path: KANIKO_OCI_LAYOUT } }),
   });
 }

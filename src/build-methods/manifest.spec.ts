@@ -681,6 +681,16 @@ describe(validateManifest.name, () => {
       },
     );
 
+    it('accepts a kaniko manifest with no repository when its registry is s3 (ADR 0022)', () => {
+      const kaniko = wizard('kaniko') as { build_config: Record<string, unknown>; tags: string[] };
+      const config = { ...kaniko.build_config };
+      delete config['registry_repository'];
+      expect(
+        accepted({ ...kaniko, tags: ['v1'], build_config: { ...config, registry_type: 's3' } })
+          .build_config.registry_type,
+      ).toBe('s3');
+    });
+
     it('leaves plain values alone', () => {
       expect(
         accepted({ ...wizard('kaniko'), environment: { MODE: 'vaulted' } }).environment,

@@ -174,7 +174,9 @@ function readManifest(input: unknown, context: ManifestContext): ManifestRead {
       instructions,
       config: read.config,
       contextGiven: read.contextGiven,
+      // An s3 build pushes to no registry: its image goes to the tenant's bucket (ADR 0022).
       repositoryFromElsewhere:
+        read.config.registry_type === 's3' ||
         tags.some((tag) => repositoryOfReference(tag) !== undefined) ||
         context.defaultRegistry !== undefined,
     };

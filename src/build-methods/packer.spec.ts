@@ -213,6 +213,13 @@ describe('packer.jobSpec', () => {
     expect(job.spec?.activeDeadlineSeconds).toBe(5400);
   });
 
+  it('ignores registry_type s3: packer makes machine images, so there is no image to upload', () => {
+    const spec = specOf({ packer_template: HCL_TEMPLATE, registry_type: 's3' });
+    const s3 = { bucket: 'kiln-images', region: 'eu-west-1', credentials: true };
+
+    expect(packer.jobSpec(spec, { ...jobContext, s3 })).toEqual(packer.jobSpec(spec, jobContext));
+  });
+
   it('returns plain JSON: the object survives a JSON round trip unchanged', () => {
     const translation = packer.jobSpec(specOf({ packer_template: HCL_TEMPLATE }), jobContext);
 

@@ -423,6 +423,21 @@ describe('paketo.jobSpec', () => {
     expect(builder.securityContext).toEqual(CNB_SECURITY_CONTEXT);
   });
 
+  it('refuses registry_type s3: the lifecycle exports to a registry, not to an OCI layout kiln uploads', () => {
+    const spec = wizard({}, { registry_type: 's3' });
+
+    expect(
+      paketo.jobSpec(spec, {
+        ...jobContext,
+        s3: { bucket: 'kiln-images', region: 'eu-west-1', credentials: true },
+      }),
+    ).toEqual({
+      kind: 'unsupported',
+      reason:
+        'paketo builds cannot use registry_type s3: the buildpacks lifecycle exports its image to a registry, and kiln uploads only an OCI image layout to S3',
+    });
+  });
+
   it('leaves out every name of the blocklist', () => {
     const env = Object.fromEntries(PLATFORM_ENV_BLOCKLIST.map((name) => [name, 'x']));
     const translation = paketo.jobSpec(wizard({ env }, {}, { environment: {} }), jobContext);

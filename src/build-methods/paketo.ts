@@ -128,6 +128,11 @@ const BUILDPACK =
  * reaches a shell.
  */
 export function paketoJob(spec: BuildSpec, context: JobContext, plan: PackPlan): JobTranslation {
+  if (context.s3 !== undefined) {
+    return unsupported(
+      'paketo builds cannot use registry_type s3: the buildpacks lifecycle exports its image to a registry, and kiln uploads only an OCI image layout to S3',
+    );
+  }
   if (spec.source.repository === null) {
     return unsupported('the project has no git repository to build from');
   }

@@ -8,6 +8,7 @@ import type {
 } from '@kubernetes/client-node';
 
 import type { PushedImageFormat } from '../steps/pushed-image.js';
+import type { OciLayoutFormat } from '../steps/run-step.js';
 import type { BuildSpec } from './build-spec.js';
 import { SCAN_COMMANDS } from '../artifacts/findings.js';
 import { SBOM_COMMANDS } from '../artifacts/sbom-document.js';
@@ -35,6 +36,11 @@ import type { SbomTool, ScanTool } from './types.js';
  * build's upload tokens, read from the build's Secret. A tool that fails is said in the log and
  * its file is not uploaded; it does not fail the build (a scan policy does, when it is set and no
  * scan was stored). An upload kiln refuses, or one that cannot reach kiln, fails the build.
+ *
+ * A `registry_type: s3` build pushes nothing: its builder writes the image as an OCI image layout
+ * under OUT_DIR, and the pod's one container is `s3-upload` (kiln's image), which uploads it to
+ * the tenant's bucket and reports the digest and `s3://` address as image-ref does. The SBOM and
+ * scan steps read the image from a registry, so they do not run for such a build.
  */
 
 /** The shared directory of the steps (an emptyDir): builder output, image, sbom.json, scan.json. */
@@ -53,6 +59,7 @@ export const STEP_CONTAINERS = {
   sbom: 'sbom',
   scan: 'scan',
   upload: 'upload',
+  s3Upload: 's3-upload',
 } as const;
 
 /** Keys of the build's Secret the upload step reads its tokens from. */
@@ -223,7 +230,9 @@ export type StepsPlan =
       readonly secretKeys: readonly string[];
       readonly notes: readonly string[];
     }
-  | { readonly kind: 'none'; readonly notes: readonly string[] };
+  | { readonly kind: 'none'; readonly notes: readonly string[] }
+  /** The build cannot run as a Job (permanent, as JobTranslation's `unsupported`). */
+  | { readonly kind: 'unsupported'; readonly reason: string };
 
 /**
  * Non-root, no capabilities, read-only root filesystem: PSS restricted. kiln's own containers of
@@ -245,12 +254,47 @@ export interface PushedImage {
   readonly file: string;
 }
 
+/**
+ * Where a builder writes the image instead of pushing it (JobPlan.ociLayout, registry_type s3):
+ * an OCI image layout tarball or directory directly under OUT_DIR.
+ */
+export interface OciLayoutOutput {
+  readonly format: OciLayoutFormat;
+  readonly path: string;
+}
+
+/**
+ * Where an s3 build's image goes (the tenant's S3 settings, as BuildAccess resolved them). Never
+ * the keys themselves: `credentials` says the build's Secret holds them (S3_CREDENTIAL_KEYS);
+ * without, the pod signs in as its own identity (IRSA on its service account).
+ */
+export interface S3UploadTarget {
+  readonly bucket: string;
+  readonly prefix?: string;
+  readonly region: string;
+  readonly endpoint?: string;
+  readonly forcePathStyle?: boolean;
+  readonly credentials: boolean;
+}
+
+/** Keys of the build's Secret the s3-upload step reads its access key from. */
+export const S3_CREDENTIAL_KEYS = {
+  accessKeyId: 's3.access-key-id',
+  secretAccessKey: 's3.secret-access-key',
+} as const;
+
 export interface StepInputs {
   readonly spec: BuildSpec;
   readonly buildId: string;
+  readonly projectId: string;
+  readonly buildNumber: number;
   readonly settings: StepSettings;
   /** Set when the builder pushes an image and says where it wrote what it pushed. */
   readonly pushed: PushedImage | undefined;
+  /** Set when the builder writes the image as an OCI layout for S3 instead of pushing it. */
+  readonly ociLayout: OciLayoutOutput | undefined;
+  /** Where that layout goes. */
+  readonly s3: S3UploadTarget | undefined;
   /** The build's Secret (per-build tokens); none: the steps cannot upload. */
   readonly buildSecretName: string | undefined;
   /** The registry credentials Secret, mounted for the tools to pull the pushed image. */
@@ -273,21 +317,52 @@ export function stepsConfigured(spec: BuildSpec, settings: StepSettings): boolea
   );
 }
 
-/** The steps of a build whose builder pushes an image (see the module comment). */
-export function stepsOf(inputs: StepInputs): StepsPlan {
-  const { spec, settings } = inputs;
-  if (spec.sbomTool === null && spec.scanTool === null) return { kind: 'none', notes: [] };
+/** The SBOM and scan steps a build names (`SBOM (syft) and scan (trivy)`); undefined: none. */
+function toolsNamed(spec: BuildSpec): string | undefined {
   const what = [
     spec.sbomTool === null ? undefined : `SBOM (${spec.sbomTool})`,
     spec.scanTool === null ? undefined : `scan (${spec.scanTool})`,
-  ]
-    .filter((part) => part !== undefined)
-    .join(' and ');
-  if (settings.kilnImage === undefined || settings.uploadUrl === undefined) {
+  ].filter((part) => part !== undefined);
+  return what.length === 0 ? undefined : what.join(' and ');
+}
+
+const OUT_MOUNT: V1VolumeMount = { name: OUT_VOLUME, mountPath: OUT_DIR };
+
+/** A step run by kiln's own image: `node dist/steps/step-main.js <args>` (run-step.ts). */
+function kilnStep(
+  inputs: StepInputs,
+  kilnImage: string,
+  name: string,
+  args: string[],
+  env: V1EnvVar[],
+): V1Container {
+  return {
+    name,
+    image: kilnImage,
+    imagePullPolicy: inputs.imagePullPolicy,
+    command: ['/nodejs/bin/node', 'dist/steps/step-main.js'],
+    args,
+    workingDir: '/app',
+    env: [{ name: 'KILN_STEP_OUT_DIR', value: OUT_DIR }, ...env],
+    resources: inputs.resources,
+    securityContext: STEP_SECURITY_CONTEXT,
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [OUT_MOUNT],
+  };
+}
+
+/** The steps of a build whose builder pushes an image (see the module comment). */
+export function stepsOf(inputs: StepInputs): StepsPlan {
+  const { spec, settings } = inputs;
+  if (inputs.ociLayout !== undefined) return s3Steps(inputs, inputs.ociLayout);
+  const what = toolsNamed(spec);
+  if (what === undefined) return { kind: 'none', notes: [] };
+  const kilnImage = settings.kilnImage;
+  if (kilnImage === undefined || settings.uploadUrl === undefined) {
     return {
       kind: 'none',
       notes: [
-        `the ${what} steps are off: the operator has no ${settings.kilnImage === undefined ? 'KILN_STEP_IMAGE' : 'KILN_UPLOAD_URL'}`,
+        `the ${what} steps are off: the operator has no ${kilnImage === undefined ? 'KILN_STEP_IMAGE' : 'KILN_UPLOAD_URL'}`,
       ],
     };
   }
@@ -303,20 +378,6 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
   const notes: string[] = [];
   const pushed = inputs.pushed;
   const insecure = inputs.insecureRegistries.length > 0;
-  const outMount: V1VolumeMount = { name: OUT_VOLUME, mountPath: OUT_DIR };
-  const kilnStep = (name: string, args: string[], env: V1EnvVar[]): V1Container => ({
-    name,
-    image: settings.kilnImage,
-    imagePullPolicy: inputs.imagePullPolicy,
-    command: ['/nodejs/bin/node', 'dist/steps/step-main.js'],
-    args,
-    workingDir: '/app',
-    env: [{ name: 'KILN_STEP_OUT_DIR', value: OUT_DIR }, ...env],
-    resources: inputs.resources,
-    securityContext: STEP_SECURITY_CONTEXT,
-    terminationMessagePolicy: 'FallbackToLogsOnError',
-    volumeMounts: [outMount],
-  });
   const toolStep = (
     name: 'sbom' | 'scan',
     label: string,
@@ -348,7 +409,7 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
     securityContext: STEP_SECURITY_CONTEXT,
     terminationMessagePolicy: 'FallbackToLogsOnError',
     volumeMounts: [
-      outMount,
+      OUT_MOUNT,
       { name: STEP_TMP_VOLUME, mountPath: '/tmp' },
       ...(inputs.credentialsSecretVolume === undefined
         ? []
@@ -361,6 +422,8 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
   const initContainers: V1Container[] = [
     {
       ...kilnStep(
+        inputs,
+        kilnImage,
         STEP_CONTAINERS.imageRef,
         ['image-ref', pushed.format, posix.basename(pushed.file)],
         [{ name: 'KILN_TERMINATION_MESSAGE_PATH', value: TERMINATION_MESSAGE_PATH }],
@@ -420,8 +483,93 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
   return {
     kind: 'steps',
     initContainers,
-    containers: [kilnStep(STEP_CONTAINERS.upload, ['upload'], uploadEnv)],
+    containers: [kilnStep(inputs, kilnImage, STEP_CONTAINERS.upload, ['upload'], uploadEnv)],
     secretKeys,
+    notes,
+  };
+}
+
+/**
+ * The step of a registry_type s3 build: `s3-upload` (kiln's image) as the pod's one container,
+ * after the builder. It reads the layout the builder wrote, uploads it with the tenant's settings
+ * (plain env) and keys (the build's Secret, through secretKeyRef; none: the pod's own identity),
+ * and writes the digest and `s3://` address to its termination message for the operator. Needs
+ * kiln's image: without it the image could not leave the pod, so the build cannot run.
+ */
+function s3Steps(inputs: StepInputs, layout: OciLayoutOutput): StepsPlan {
+  const { s3, settings } = inputs;
+  if (s3 === undefined) {
+    return {
+      kind: 'unsupported',
+      reason: 'the image is written for S3, but the build has no S3 target',
+    };
+  }
+  if (settings.kilnImage === undefined) {
+    return {
+      kind: 'unsupported',
+      reason:
+        'registry_type s3 needs kiln’s step image to upload the image: the operator has no KILN_STEP_IMAGE',
+    };
+  }
+  const secret = inputs.buildSecretName;
+  if (s3.credentials && secret === undefined) {
+    return { kind: 'unsupported', reason: 'the S3 keys have no build Secret to come from' };
+  }
+  const fromSecret = (name: string, key: string): V1EnvVar => ({
+    name,
+    valueFrom: { secretKeyRef: { name: secret, key } },
+  });
+  const optional = (name: string, value: string | undefined): V1EnvVar[] =>
+    value === undefined ? [] : [{ name, value }];
+  const env: V1EnvVar[] = [
+    { name: 'KILN_S3_BUCKET', value: s3.bucket },
+    ...optional('KILN_S3_PREFIX', s3.prefix),
+    { name: 'KILN_S3_REGION', value: s3.region },
+    ...optional('KILN_S3_ENDPOINT', s3.endpoint),
+    ...optional('KILN_S3_FORCE_PATH_STYLE', s3.forcePathStyle === true ? 'true' : undefined),
+    { name: 'KILN_PROJECT_ID', value: inputs.projectId },
+    { name: 'KILN_BUILD_NUMBER', value: String(inputs.buildNumber) },
+    { name: 'KILN_TERMINATION_MESSAGE_PATH', value: TERMINATION_MESSAGE_PATH },
+    // The SDK looks for ~/.aws files; the root filesystem is read-only, /tmp is an emptyDir.
+    { name: 'HOME', value: '/tmp' },
+    { name: 'TMPDIR', value: '/tmp' },
+    ...(s3.credentials
+      ? [
+          fromSecret('AWS_ACCESS_KEY_ID', S3_CREDENTIAL_KEYS.accessKeyId),
+          fromSecret('AWS_SECRET_ACCESS_KEY', S3_CREDENTIAL_KEYS.secretAccessKey),
+        ]
+      : []),
+  ];
+  const step = kilnStep(
+    inputs,
+    settings.kilnImage,
+    STEP_CONTAINERS.s3Upload,
+    ['s3-upload', layout.format, posix.basename(layout.path)],
+    env,
+  );
+  const where = `s3://${s3.bucket}/${s3.prefix === undefined ? '' : `${s3.prefix.replace(/\/+$/, '')}/`}`;
+  const notes = [
+    `registry_type s3: the image is written as an OCI image layout and uploaded to ${where} by the s3-upload step, not pushed to a registry`,
+  ];
+  const what = toolsNamed(inputs.spec);
+  if (what !== undefined) {
+    notes.push(
+      `the ${what} steps do not run for registry_type s3: they read the image from a registry, and this one goes to S3`,
+    );
+  }
+  return {
+    kind: 'steps',
+    initContainers: [],
+    containers: [
+      {
+        ...step,
+        terminationMessagePath: TERMINATION_MESSAGE_PATH,
+        volumeMounts: [...(step.volumeMounts ?? []), { name: STEP_TMP_VOLUME, mountPath: '/tmp' }],
+      },
+    ],
+    secretKeys: s3.credentials
+      ? [S3_CREDENTIAL_KEYS.accessKeyId, S3_CREDENTIAL_KEYS.secretAccessKey]
+      : [],
     notes,
   };
 }

@@ -232,7 +232,7 @@ export class BuildAccess {
               accessKeyId: values['registry.s3.accessKeyId']!,
               secretAccessKey: values['registry.s3.secretAccessKey']!,
             };
-      if (keys !== undefined) masked.add(keys.secretAccessKey);
+      if (keys !== undefined) masked.add(keys.secretAccessKey).add(keys.accessKeyId);
       s3Target = { ...where, ...(keys === undefined ? {} : { credentials: keys }) };
       // With keys, kiln can ask as the build will; without, the build's pod has its own identity.
       if (keys !== undefined) {

@@ -198,8 +198,9 @@ export function readRegistrySettings<T extends RegistryType>(
         says: 'must be an S3 bucket name',
       }),
       prefix: fields.string('prefix', {
-        test: (p) => !p.startsWith('/'),
-        says: 'must not start with /',
+        // The segments s3ImageKey accepts: safe in every S3-compatible store.
+        test: (p) => p.split('/').every((segment) => /^[A-Za-z0-9._-]+$/.test(segment)),
+        says: 'must be /-separated segments of A-Z a-z 0-9 . _ - (no leading or trailing /)',
       }),
       region: fields.required('region', {
         test: (r) => /^[a-z0-9-]+$/.test(r),

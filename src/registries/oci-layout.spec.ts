@@ -1,9 +1,24 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { OciLayoutError, TarArchive, ociLayoutDigest } from './oci-layout.js';
+import {
+  OciLayoutError,
+  TarArchive,
+  ociLayoutDigest,
+  tarHeaders,
+  writeLayoutTar,
+} from './oci-layout.js';
 
 const MANIFEST_TYPE = 'application/vnd.oci.image.manifest.v1+json';
 let root: string;
@@ -245,6 +260,109 @@ describe(TarArchive.name, () => {
     } finally {
       await archive.close();
     }
+  });
+});
+
+describe(writeLayoutTar.name, () => {
+  /** Every file under `dir`, relative path → content, as GNU tar or the writer left them. */
+  function filesOf(dir: string): Record<string, string> {
+    const files: Record<string, string> = {};
+    for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const path = join(entry.parentPath, entry.name);
+      files[path.slice(dir.length + 1)] = readFileSync(path).toString('base64');
+    }
+    return files;
+  }
+
+  it('archives a layout directory that ociLayoutDigest reads and GNU tar extracts unchanged', async () => {
+    const { dir, manifestDigest, manifestSize } = writeLayout();
+    const out = join(root, 'written.tar');
+
+    await writeLayoutTar(dir, out);
+
+    await expect(ociLayoutDigest(out)).resolves.toEqual({
+      digest: manifestDigest,
+      mediaType: MANIFEST_TYPE,
+      size: manifestSize,
+    });
+    const extracted = join(root, 'extracted');
+    mkdirSync(extracted);
+    execFileSync('tar', ['-xf', out, '-C', extracted]);
+    expect(filesOf(extracted)).toEqual(filesOf(dir));
+    expect(Object.keys(filesOf(dir))).toHaveLength(5);
+    // Directories are entries of their own, in sorted order, before what they hold.
+    expect(execFileSync('tar', ['-tf', out], { encoding: 'utf8' }).split('\n')).toEqual([
+      'blobs/',
+      'blobs/sha256/',
+      ...readdirSync(join(dir, 'blobs/sha256'))
+        .sort()
+        .map((name) => `blobs/sha256/${name}`),
+      'index.json',
+      'oci-layout',
+      '',
+    ]);
+  });
+
+  it('writes the same bytes for the same layout, whatever the files’ times', async () => {
+    const { dir } = writeLayout();
+    const [first, second] = [join(root, 'first.tar'), join(root, 'second.tar')];
+    await writeLayoutTar(dir, first);
+    utimesSync(join(dir, 'index.json'), new Date('2001-02-03'), new Date('2001-02-03'));
+
+    await writeLayoutTar(dir, second);
+
+    expect(readFileSync(second).equals(readFileSync(first))).toBe(true);
+  });
+
+  it('writes a path longer than ustar’s name fields through a pax record', async () => {
+    const { dir } = writeLayout();
+    const blob = Buffer.from('a sha512 blob');
+    const hex = createHash('sha512').update(blob).digest('hex');
+    writeFile(dir, `blobs/sha512/${hex}`, blob);
+    const out = join(root, 'long.tar');
+
+    await writeLayoutTar(dir, out);
+
+    const archive = await TarArchive.open(out);
+    try {
+      expect((await archive.read(`blobs/sha512/${hex}`, 100))?.toString()).toBe(blob.toString());
+    } finally {
+      await archive.close();
+    }
+    const extracted = join(root, 'extracted');
+    mkdirSync(extracted);
+    execFileSync('tar', ['-xf', out, '-C', extracted]);
+    expect(readFileSync(join(extracted, `blobs/sha512/${hex}`)).equals(blob)).toBe(true);
+  });
+
+  it('records a size over ustar’s 8 GiB in a pax record GNU tar reads', () => {
+    const size = 9 * 1024 ** 3;
+    const path = join(root, 'headers.tar');
+    writeFileSync(path, tarHeaders('blobs/sha256/big', size, '0'));
+
+    // The data is not there, so GNU tar complains after listing the entry; the listing counts.
+    const listing = spawnSync('tar', ['-tvf', path], { encoding: 'utf8' }).stdout;
+
+    expect(listing).toMatch(new RegExp(`\\s${size}\\s.*blobs/sha256/big$`, 'm'));
+  });
+
+  it('refuses a layout holding a symlink, which would upload what it points at', async () => {
+    const { dir } = writeLayout();
+    symlinkSync('/etc/hostname', join(dir, 'blobs', 'sha256', 'link'));
+
+    await expect(writeLayoutTar(dir, join(root, 'out.tar'))).rejects.toThrow(
+      /blobs\/sha256\/link is neither a file nor a directory/,
+    );
+  });
+
+  it('refuses to overwrite an existing file', async () => {
+    const { dir } = writeLayout();
+    const out = join(root, 'existing.tar');
+    writeFileSync(out, 'keep me');
+
+    await expect(writeLayoutTar(dir, out)).rejects.toThrow(/EEXIST/);
+    expect(readFileSync(out, 'utf8')).toBe('keep me');
   });
 });
 

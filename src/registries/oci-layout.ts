@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
-import { type FileHandle, open } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { type FileHandle, lstat, open, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 
 /**
  * Reads an OCI image layout written as a tarball (the `oci-archive` a build leaves behind):
  * https://github.com/opencontainers/image-spec/blob/main/image-layout.md. The image's digest is
- * the digest of the first descriptor in the layout's `index.json`.
+ * the digest of the first descriptor in the layout's `index.json`. Writes one from a layout
+ * directory (writeLayoutTar), for builders that leave a directory (kaniko `--oci-layout-path`).
  */
 
 /** The tarball is not an OCI image layout kiln can upload; the message says why. */
@@ -247,4 +250,135 @@ function cString(bytes: Buffer): string {
 
 function normalise(path: string): string {
   return path.replace(/^(\.?\/)+/, '').replace(/\/+$/, '');
+}
+
+/**
+ * Writes the OCI image layout directory `dir` as an uncompressed tarball at `tarPath` (created;
+ * an existing file is an error), names relative to `dir`, in sorted order, with fixed owners,
+ * modes and times: the same layout always gives the same bytes. ustar headers, and a pax `x`
+ * record before an entry whose path does not fit ustar's name fields (`blobs/sha512/…`) or whose
+ * size does not fit its 11 octal digits (8 GiB). Only directories and regular files are written:
+ * anything else (a symlink, a device) is an OciLayoutError, since a layout has none and a link
+ * would upload whatever it points at.
+ */
+export async function writeLayoutTar(dir: string, tarPath: string): Promise<void> {
+  const out = await open(tarPath, 'wx');
+  try {
+    for (const entry of await layoutEntries(dir, '')) {
+      await out.write(tarHeaders(entry.path, entry.size, entry.type));
+      if (entry.type === '0') await copyInto(out, join(dir, entry.path), entry.size);
+    }
+    await out.write(Buffer.alloc(BLOCK * 2));
+  } finally {
+    await out.close();
+  }
+}
+
+interface LayoutEntry {
+  /** Relative to the layout; a directory's ends with `/`. */
+  readonly path: string;
+  readonly size: number;
+  readonly type: '0' | '5';
+}
+
+async function layoutEntries(root: string, under: string): Promise<LayoutEntry[]> {
+  const entries: LayoutEntry[] = [];
+  const names = (await readdir(join(root, under))).sort();
+  for (const name of names) {
+    const path = under === '' ? name : `${under}/${name}`;
+    const stats = await lstat(join(root, path));
+    if (stats.isDirectory()) {
+      entries.push({ path: `${path}/`, size: 0, type: '5' });
+      entries.push(...(await layoutEntries(root, path)));
+    } else if (stats.isFile()) {
+      entries.push({ path, size: stats.size, type: '0' });
+    } else {
+      throw new OciLayoutError(root, `${path} is neither a file nor a directory`);
+    }
+  }
+  return entries;
+}
+
+/** The file's bytes, padded to a whole block; it must still be the size listed. */
+async function copyInto(out: FileHandle, path: string, size: number): Promise<void> {
+  let copied = 0;
+  for await (const chunk of createReadStream(path)) {
+    copied += (chunk as Buffer).length;
+    if (copied > size) break;
+    await out.write(chunk as Buffer);
+  }
+  if (copied !== size) throw new OciLayoutError(path, 'the file changed while it was archived');
+  const padding = (BLOCK - (size % BLOCK)) % BLOCK;
+  if (padding > 0) await out.write(Buffer.alloc(padding));
+}
+
+/** ustar's size field holds 11 octal digits. */
+const USTAR_MAX_SIZE = 8 ** 11 - 1;
+
+/**
+ * The header block(s) of one entry: a pax `x` header first when ustar cannot hold its path or
+ * size (the ustar fields then carry a shortened name and 0, as GNU tar writes them).
+ */
+export function tarHeaders(path: string, size: number, type: '0' | '5'): Buffer {
+  const split = ustarName(path);
+  const records = [
+    ...(split === undefined ? [paxRecord('path', path)] : []),
+    ...(size > USTAR_MAX_SIZE ? [paxRecord('size', String(size))] : []),
+  ];
+  const entry = ustarHeader(
+    split ?? { prefix: '', name: path.slice(-100) },
+    size > USTAR_MAX_SIZE ? 0 : size,
+    type,
+  );
+  if (records.length === 0) return entry;
+  const body = Buffer.concat(records);
+  const pax = ustarHeader({ prefix: '', name: 'PaxHeader' }, body.length, 'x');
+  const padding = Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK);
+  return Buffer.concat([pax, body, padding, entry]);
+}
+
+/** ustar's `prefix` (155 bytes) and `name` (100 bytes), split at a slash; undefined: no fit. */
+function ustarName(path: string): { prefix: string; name: string } | undefined {
+  if (Buffer.byteLength(path) <= 100) return { prefix: '', name: path };
+  for (let slash = path.indexOf('/'); slash > 0; slash = path.indexOf('/', slash + 1)) {
+    const [prefix, name] = [path.slice(0, slash), path.slice(slash + 1)];
+    if (Buffer.byteLength(prefix) <= 155 && name !== '' && Buffer.byteLength(name) <= 100) {
+      return { prefix, name };
+    }
+  }
+  return undefined;
+}
+
+/** `<length> <key>=<value>\n`, the length counting the whole record, its own digits too. */
+function paxRecord(key: string, value: string): Buffer {
+  const body = ` ${key}=${value}\n`;
+  let length = Buffer.byteLength(body);
+  while (String(length).length + Buffer.byteLength(body) !== length) {
+    length = String(length).length + Buffer.byteLength(body);
+  }
+  return Buffer.from(`${length}${body}`);
+}
+
+function ustarHeader(
+  name: { prefix: string; name: string },
+  size: number,
+  type: '0' | '5' | 'x',
+): Buffer {
+  const header = Buffer.alloc(BLOCK);
+  const octal = (value: number, start: number, length: number) =>
+    header.write(`${value.toString(8).padStart(length - 1, '0')}\0`, start, length, 'latin1');
+  header.write(name.name, 0, 100, 'utf8');
+  octal(type === '5' ? 0o755 : 0o644, 100, 8);
+  octal(0, 108, 8); // uid
+  octal(0, 116, 8); // gid
+  octal(size, 124, 12);
+  octal(0, 136, 12); // mtime: fixed, so the tarball depends on the layout alone
+  header.write(type, 156, 1, 'latin1');
+  header.write('ustar\0' + '00', 257, 8, 'latin1');
+  header.write(name.prefix, 345, 155, 'utf8');
+  // The checksum is summed with its own field as spaces, then written as 6 digits, NUL, space.
+  header.fill(0x20, 148, 156);
+  const sum = header.reduce((total, byte) => total + byte, 0);
+  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 8, 'latin1');
+  return header;
 }

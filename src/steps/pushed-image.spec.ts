@@ -142,3 +142,32 @@ describe(pushedFromMessage.name, () => {
     expect(pushedFromMessage(text)).toEqual({ problem: expect.stringContaining(problem) });
   });
 });
+
+describe('pushedFromMessage of the s3-upload step', () => {
+  const ADDRESS = `s3://kiln-images/images/p1/7-${'ab'.repeat(6)}.oci.tar`;
+
+  it('reads back the digest and s3:// address pushedMessage wrote', () => {
+    const { message } = pushedMessage({ digest: DIGEST, images: [ADDRESS] });
+
+    expect(pushedFromMessage(message, 's3-upload')).toEqual({ digest: DIGEST, images: [ADDRESS] });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['a registry reference', { digest: DIGEST, images: [`${REPO}:v1@${DIGEST}`] }, 's3://'],
+    ['an address without a key', { digest: DIGEST, images: ['s3://kiln-images/'] }, 's3://'],
+    ['no digest', { images: [ADDRESS] }, 'no sha256 digest'],
+  ])('refuses %s, naming the step', (_, value, problem) => {
+    const read = pushedFromMessage(JSON.stringify(value), 's3-upload');
+
+    expect(read).toEqual({ problem: expect.stringContaining(problem) });
+    expect(read).toEqual({ problem: expect.stringMatching(/^the s3-upload step’s/) });
+  });
+
+  it('takes no s3:// address from the image-ref step', () => {
+    const { message } = pushedMessage({ digest: DIGEST, images: [ADDRESS] });
+
+    expect(pushedFromMessage(message)).toEqual({
+      problem: 'the image-ref step’s termination message lists no references with its digest',
+    });
+  });
+});

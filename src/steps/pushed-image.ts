@@ -71,34 +71,46 @@ export function pushedMessage(pushed: PushedImages): { message: string; omitted:
   return { message: encode(), omitted: pushed.images.length - images.length };
 }
 
-/** Reads a termination message pushedMessage wrote; anything else is a problem. */
-export function pushedFromMessage(text: string): Read<PushedImages> {
-  if (text.trim() === '') return { problem: 'the image-ref step left no termination message' };
+/** The steps that report what a build pushed through their termination message. */
+export type ReportingStep = 'image-ref' | 's3-upload';
+
+/** An object's `s3://bucket/key` address. */
+const S3_ADDRESS = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/\S+$/;
+
+/**
+ * Reads a termination message pushedMessage wrote; anything else is a problem. `step` is the
+ * step that wrote it: image-ref lists references with its digest (`name@sha256:…`), s3-upload
+ * the `s3://` address of the uploaded layout.
+ */
+export function pushedFromMessage(
+  text: string,
+  step: ReportingStep = 'image-ref',
+): Read<PushedImages> {
+  if (text.trim() === '') return { problem: `the ${step} step left no termination message` };
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return { problem: 'the image-ref step’s termination message is not JSON' };
+    return { problem: `the ${step} step’s termination message is not JSON` };
   }
   const { digest, images } = (typeof value === 'object' && value !== null ? value : {}) as Record<
     string,
     unknown
   >;
   if (typeof digest !== 'string' || !DIGEST.test(digest)) {
-    return { problem: 'the image-ref step’s termination message has no sha256 digest' };
+    return { problem: `the ${step} step’s termination message has no sha256 digest` };
   }
+  const named = (image: string): boolean =>
+    step === 's3-upload'
+      ? S3_ADDRESS.test(image)
+      : image.length > digest.length + 1 && image.endsWith(`@${digest}`);
   if (
     !Array.isArray(images) ||
     images.length === 0 ||
-    !images.every(
-      (image) =>
-        typeof image === 'string' &&
-        image.length > digest.length + 1 &&
-        image.endsWith(`@${digest}`),
-    )
+    !images.every((image) => typeof image === 'string' && named(image))
   ) {
     return {
-      problem: 'the image-ref step’s termination message lists no references with its digest',
+      problem: `the ${step} step’s termination message lists no ${step === 's3-upload' ? 's3:// addresses' : 'references with its digest'}`,
     };
   }
   return { digest, images: images as string[] };

@@ -9,6 +9,12 @@
  *   KILN_TERMINATION_MESSAGE_PATH, the container's termination message, for the operator.
  * - `upload`: PUTs `sbom.json` and `scan.json` from that directory to kiln with the build's
  *   upload tokens. A step that wrote nothing is said in the log, not hidden.
+ * - `s3-upload <oci-tar|oci-dir> <name>` (registry_type s3): uploads the OCI image layout the
+ *   builder wrote (file or directory `name` of the steps' directory; a directory is archived
+ *   first, beside it) to `KILN_S3_BUCKET` with S3ImageStore, under s3ImageKey's key for
+ *   KILN_PROJECT_ID and KILN_BUILD_NUMBER, and reports the digest and `s3://` address as
+ *   image-ref does. Signs in with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when set (from the
+ *   build's Secret), else as the pod's own identity (the SDK's default chain).
  *
  * No NestJS, no configuration module: this process reads only the variables below, which the
  * Job sets (the tokens from the build's own Secret).
@@ -16,6 +22,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ociLayoutDigest, writeLayoutTar } from '../registries/oci-layout.js';
+import { S3ImageStore, s3ImageKey } from '../registries/s3-upload.js';
 import {
   PUSHED_IMAGE_FORMATS,
   PUSHED_MESSAGE_MAX_BYTES,
@@ -28,10 +36,16 @@ import {
 const KINDS = ['sbom', 'scan'] as const;
 const ATTEMPTS = 4;
 
+/** How a builder leaves an image for S3: an OCI layout tarball, or a layout directory. */
+export const OCI_LAYOUT_FORMATS = ['oci-tar', 'oci-dir'] as const;
+export type OciLayoutFormat = (typeof OCI_LAYOUT_FORMATS)[number];
+
 /** What a step reads of its process: the environment, and where its lines go. */
 export interface StepIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly print: (line: string) => void;
+  /** Aborted when the pod is told to stop (SIGTERM at its deadline, a cancel). */
+  readonly signal?: AbortSignal;
 }
 
 async function readOptional(path: string): Promise<Buffer | undefined> {
@@ -167,6 +181,78 @@ async function put(
   return false;
 }
 
+/**
+ * Uploads the builder's OCI layout to S3 (see the module comment). Any failure fails the step,
+ * and so the build: its image exists nowhere else.
+ */
+async function s3Upload(
+  io: StepIo,
+  format: string | undefined,
+  name: string | undefined,
+): Promise<number> {
+  const say = (text: string): void => io.print(`kiln: ${text}`);
+  if (
+    !OCI_LAYOUT_FORMATS.includes(format as OciLayoutFormat) ||
+    name === undefined ||
+    name === '' ||
+    name.includes('/')
+  ) {
+    say(`usage: s3-upload <${OCI_LAYOUT_FORMATS.join('|')}> <name in the steps' directory>`);
+    return 2;
+  }
+  const { env } = io;
+  const [bucket, region, project] = [env.KILN_S3_BUCKET, env.KILN_S3_REGION, env.KILN_PROJECT_ID];
+  const buildNumber = Number(env.KILN_BUILD_NUMBER);
+  if (!bucket || !region || !project || !Number.isSafeInteger(buildNumber)) {
+    say('KILN_S3_BUCKET, KILN_S3_REGION, KILN_PROJECT_ID and KILN_BUILD_NUMBER must be set');
+    return 2;
+  }
+  const source = join(outDir(io), name);
+  const keyId = env.AWS_ACCESS_KEY_ID;
+  const secret = env.AWS_SECRET_ACCESS_KEY;
+  const store = new S3ImageStore({
+    bucket,
+    region,
+    ...(env.KILN_S3_PREFIX ? { prefix: env.KILN_S3_PREFIX } : {}),
+    ...(env.KILN_S3_ENDPOINT ? { endpoint: env.KILN_S3_ENDPOINT } : {}),
+    forcePathStyle: env.KILN_S3_FORCE_PATH_STYLE === 'true',
+    ...(keyId && secret ? { credentials: { accessKeyId: keyId, secretAccessKey: secret } } : {}),
+  });
+  try {
+    let tarPath = source;
+    if (format === 'oci-dir') {
+      tarPath = `${source}.tar`;
+      await writeLayoutTar(source, tarPath);
+    }
+    const { digest } = await ociLayoutDigest(tarPath);
+    const key = s3ImageKey({ prefix: env.KILN_S3_PREFIX, project, buildNumber, digest });
+    // Aborted with the pod: the multipart upload is aborted too, leaving no parts in the bucket.
+    const uploaded = await store.upload(tarPath, {
+      key,
+      ...(io.signal === undefined ? {} : { signal: io.signal }),
+    });
+    say(`uploaded ${uploaded.uri} (${uploaded.digest}, ${uploaded.size} bytes)`);
+    await terminationMessage(
+      io,
+      say,
+      pushedMessage({ digest: uploaded.digest, images: [uploaded.uri] }),
+    );
+    return 0;
+  } catch (error) {
+    say(`the image was not uploaded: ${uploadProblem(error, name)}`);
+    return 1;
+  }
+}
+
+/**
+ * Why the upload failed, for the build log. S3ImageStore's errors name the `s3://` address and
+ * never a credential; a layout kiln cannot read is an OciLayoutError saying why.
+ */
+function uploadProblem(error: unknown, name: string): string {
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT') return `the builder wrote no ${name}`;
+  return (error as Error).message;
+}
+
 function outDir(io: StepIo): string {
   return io.env.KILN_STEP_OUT_DIR ?? '/kiln/out';
 }
@@ -179,8 +265,12 @@ export async function runStep(argv: readonly string[], io: StepIo): Promise<numb
       return imageRef(io, rest[0], rest[1]);
     case 'upload':
       return upload(io);
+    case 's3-upload':
+      return s3Upload(io, rest[0], rest[1]);
     default:
-      io.print('kiln: usage: step-main.js image-ref <format> <file> | upload');
+      io.print(
+        'kiln: usage: step-main.js image-ref <format> <file> | upload | s3-upload <format> <name>',
+      );
       return 2;
   }
 }

@@ -4,9 +4,14 @@
  */
 import { runStep } from './run-step.js';
 
+// The kubelet sends SIGTERM at the Job's deadline or a cancel: a step in flight stops cleanly.
+const stop = new AbortController();
+process.once('SIGTERM', () => stop.abort(new Error('the pod is stopping (SIGTERM)')));
+
 runStep(process.argv.slice(2), {
   env: process.env,
   print: (line) => process.stdout.write(`${line}\n`),
+  signal: stop.signal,
 }).then(
   (code) => {
     process.exitCode = code;

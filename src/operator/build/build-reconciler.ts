@@ -13,6 +13,8 @@ import {
   GIT_CREDENTIAL_KEYS,
   type JobSettings,
   REGISTRY_CONFIG_KEY,
+  S3_CREDENTIAL_KEYS,
+  type S3UploadTarget,
 } from '../../build-methods/job.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
@@ -389,6 +391,7 @@ export class BuildReconciler {
       buildSecretName: name,
       ...(credentialsSecret === undefined ? {} : { credentialsSecret }),
       ...(access.git === undefined ? {} : { gitCredentials: true }),
+      ...(access.s3 === undefined ? {} : { s3: s3TargetOf(access.s3) }),
     });
     if (translation.kind === 'unsupported') {
       const failed = await this.transition(record, () =>
@@ -451,19 +454,7 @@ export class BuildReconciler {
       if (tokens === undefined) return undefined;
     }
     for (const key of keys) {
-      const value = key.startsWith(UPLOAD_TOKEN_PREFIX)
-        ? tokens?.[key.slice(UPLOAD_TOKEN_PREFIX.length) as 'sbom' | 'scan']
-        : key.startsWith(BUILD_SECRET_PREFIX)
-          ? access.secrets[key.slice(BUILD_SECRET_PREFIX.length)]
-          : key.startsWith(ENV_SECRET_PREFIX)
-            ? access.env[key.slice(ENV_SECRET_PREFIX.length)]
-            : key === REGISTRY_CONFIG_KEY
-              ? access.dockerConfig
-              : key === GIT_CREDENTIAL_KEYS.username
-                ? access.git?.username
-                : key === GIT_CREDENTIAL_KEYS.password
-                  ? access.git?.password
-                  : undefined;
+      const value = secretValueOf(key, access, tokens);
       if (value === undefined)
         throw new Error(`the Job of build ${record.id} reads an unknown Secret key ${key}`);
       data[key] = Buffer.from(value, 'utf8').toString('base64');
@@ -934,6 +925,43 @@ async function ignoreExists(write: Promise<unknown>): Promise<void> {
   } catch (error) {
     if (!(error instanceof KubeApiError && error.status === 409)) throw error;
   }
+}
+
+/** The value of one key of a build's Secret: a token, a resolved secret or credential. */
+function secretValueOf(
+  key: string,
+  access: BuildAccessGrant,
+  tokens: Record<'sbom' | 'scan', string> | undefined,
+): string | undefined {
+  if (key.startsWith(UPLOAD_TOKEN_PREFIX)) {
+    return tokens?.[key.slice(UPLOAD_TOKEN_PREFIX.length) as 'sbom' | 'scan'];
+  }
+  if (key.startsWith(BUILD_SECRET_PREFIX)) {
+    return access.secrets[key.slice(BUILD_SECRET_PREFIX.length)];
+  }
+  if (key.startsWith(ENV_SECRET_PREFIX)) {
+    return access.env[key.slice(ENV_SECRET_PREFIX.length)];
+  }
+  switch (key) {
+    case REGISTRY_CONFIG_KEY:
+      return access.dockerConfig;
+    case GIT_CREDENTIAL_KEYS.username:
+      return access.git?.username;
+    case GIT_CREDENTIAL_KEYS.password:
+      return access.git?.password;
+    case S3_CREDENTIAL_KEYS.accessKeyId:
+      return access.s3?.credentials?.accessKeyId;
+    case S3_CREDENTIAL_KEYS.secretAccessKey:
+      return access.s3?.credentials?.secretAccessKey;
+    default:
+      return undefined;
+  }
+}
+
+/** What the Job learns of an s3 build's target: everything but the keys, which stay in its Secret. */
+function s3TargetOf(target: NonNullable<BuildAccessGrant['s3']>): S3UploadTarget {
+  const { credentials, ...where } = target;
+  return { ...where, credentials: credentials !== undefined };
 }
 
 /** Whether the Job's pod reads the Secret `name` (a volume or an environment variable). */

@@ -128,3 +128,83 @@ describe(outcomeOf.name, () => {
     expect(outcome?.endedAt).toEqual(endedAt);
   });
 });
+
+describe('what a successful build pushed', () => {
+  const DIGEST = `sha256:${'ab'.repeat(32)}`;
+  const FACTS = {
+    nowMs: NOW_MS,
+    pullFailingSinceMs: undefined,
+    imagePullTimeoutMs: 300_000,
+    podSeen: true,
+    timeoutSeconds: 600,
+  };
+
+  /** A completed Job whose pod template has these init containers and containers. */
+  function jobOfPod(init: string[], containers: string[]): V1Job {
+    const named = (names: string[]) => names.map((name) => ({ name, image: `${name}:1` }));
+    return cached({
+      ...jobWith([complete], JOB_COMPLETED),
+      spec: {
+        template: { spec: { initContainers: named(init), containers: named(containers) } },
+      },
+    });
+  }
+
+  /** A step that ended writing `message` to its termination message. */
+  const reported = (name: string, message: string): V1ContainerStatus =>
+    container(name, {
+      terminated: { exitCode: 0, reason: 'Completed', message, finishedAt: BUILDER_FINISHED },
+    });
+
+  it('reads the image-ref step’s report, an init container before the upload', () => {
+    const images = [`registry.example.com/team/app:v1@${DIGEST}`];
+    const job = jobOfPod(['source', 'build', 'image-ref'], ['upload']);
+    const pod = podWith(
+      [
+        sourceDone,
+        terminated(BUILDER_CONTAINER, 0),
+        reported('image-ref', JSON.stringify({ digest: DIGEST, images })),
+      ],
+      terminated('upload', 0),
+    );
+
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({
+      kind: 'success',
+      pushed: { digest: DIGEST, images },
+    });
+  });
+
+  it('reads the s3-upload step’s report from the pod’s container', () => {
+    const images = ['s3://kiln-images/p1/7-abababababab.oci.tar'];
+    const job = jobOfPod(['source', 'build'], ['s3-upload']);
+    const pod = podWith(
+      [sourceDone, terminated(BUILDER_CONTAINER, 0)],
+      reported('s3-upload', JSON.stringify({ digest: DIGEST, images })),
+    );
+
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({
+      kind: 'success',
+      pushed: { digest: DIGEST, images },
+    });
+  });
+
+  it('says which step’s report it could not read', () => {
+    const job = jobOfPod(['source', 'build'], ['s3-upload']);
+    const pod = podWith(
+      [sourceDone, terminated(BUILDER_CONTAINER, 0)],
+      reported('s3-upload', 'uploaded'),
+    );
+
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({
+      kind: 'success',
+      pushed: { problem: 'the s3-upload step’s termination message is not JSON' },
+    });
+  });
+
+  it('learns nothing from a build without a reporting step', () => {
+    const job = jobOfPod(['source'], ['build']);
+    const pod = podWith([sourceDone], terminated(BUILDER_CONTAINER, 0));
+
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({ kind: 'success', pushed: undefined });
+  });
+});

@@ -1,13 +1,18 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
 import { BUILDER_CONTAINER } from '../../build-methods/job.js';
 import { STEP_CONTAINERS } from '../../build-methods/steps.js';
-import { type PushedImages, pushedFromMessage } from '../../steps/pushed-image.js';
+import {
+  type PushedImages,
+  pushedFromMessage,
+  type ReportingStep,
+} from '../../steps/pushed-image.js';
 import type { FailureReason } from '../../lifecycle/build-state.js';
 import { containerStatusesOf } from './pod-state.js';
 
 /**
- * What the `image-ref` step said a build pushed; a problem when the build has that step and kiln
- * cannot read it; undefined when it has no such step (nothing to learn).
+ * What the step that reports the push (`image-ref`, or `s3-upload` for registry_type s3) said a
+ * build pushed; a problem when the build has that step and kiln cannot read it; undefined when it
+ * has no such step (nothing to learn).
  */
 export type PushedReport = PushedImages | { readonly problem: string } | undefined;
 
@@ -137,16 +142,26 @@ function timeOf(value: Date | string | null | undefined): Date | undefined {
   return Number.isNaN(time.getTime()) ? undefined : time;
 }
 
+/** The steps whose termination message says what a build pushed (src/steps/run-step.ts). */
+const REPORTING_STEPS: readonly ReportingStep[] = [
+  STEP_CONTAINERS.imageRef,
+  STEP_CONTAINERS.s3Upload,
+];
+
 /**
- * The `image-ref` step's termination message (src/steps/run-step.ts), read when the Job's pod
- * template has that step: from the pod's status, which the kubelet keeps after the container ends.
+ * The termination message of the step that reports the push, read when the Job's pod template
+ * has one (an init container, or the pod's container for s3-upload): from the pod's status,
+ * which the kubelet keeps after the container ends.
  */
 function pushedOf(job: V1Job, pod: V1Pod | undefined): PushedReport {
-  const steps = job.spec?.template?.spec?.initContainers ?? [];
-  if (!steps.some((c) => c.name === STEP_CONTAINERS.imageRef)) return undefined;
+  const template = job.spec?.template?.spec;
+  const reporter = [...(template?.initContainers ?? []), ...(template?.containers ?? [])]
+    .map((c) => c.name)
+    .find((name): name is ReportingStep => REPORTING_STEPS.includes(name as ReportingStep));
+  if (reporter === undefined) return undefined;
   if (pod === undefined) return { problem: 'the pod was gone before its status was read' };
-  const step = containerStatusesOf(pod).find((s) => s.name === STEP_CONTAINERS.imageRef);
-  return pushedFromMessage(step?.state?.terminated?.message ?? '');
+  const step = containerStatusesOf(pod).find((s) => s.name === reporter);
+  return pushedFromMessage(step?.state?.terminated?.message ?? '', reporter);
 }
 
 /** Whether a container of the pod is failing to pull its image right now. */
