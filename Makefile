@@ -19,7 +19,7 @@ run: system-deps build ## Install what is missing, migrate, and start kiln (API 
 
 .PHONY: test
 test: system-deps deps lint build ## Install what is missing, lint, and run every test suite.
-	$(NPM) test --silent -- --ci --json --outputFile=.jest-results.json
+	$(NPM) test --silent -- --ci --maxWorkers=2 --json --outputFile=.jest-results.json
 	@node test/support/print-summary.cjs .jest-results.json
 
 ##@ Development

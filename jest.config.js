@@ -39,7 +39,7 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.cjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.cjs',
   testTimeout: 30000,
-  // On 2 cores jest runs the suites in its own process; a handle some suite leaves open (under
-  // investigation: seen only on a fresh machine, after every test passed) must not hang CI.
+  // A handle some suite leaves open (under investigation: seen only on a fresh machine, after
+  // every test passed) must not hang CI.
   forceExit: true,
 };
