@@ -13,6 +13,7 @@ import { FakeVault } from './support/fake-vault.js';
 import { fakeBuilderBin } from './support/fake-builders.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
+import { databaseText } from './support/leaks.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { ociLayoutDigest } from '../src/registries/oci-layout.js';
 
@@ -113,21 +114,6 @@ describe('the local runner resolves secret references and checks the registry', 
     return rows.map((row) => row.message);
   }
 
-  async function databaseText(): Promise<string> {
-    const tables: Array<{ name: string }> = await kiln.dataSource.query(
-      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
-    );
-    const texts = await Promise.all(
-      tables.map(async ({ name }) => {
-        const rows: Array<{ text: string }> = await kiln.dataSource.query(
-          `SELECT t::text AS text FROM "${name}" t`,
-        );
-        return rows.map((row) => row.text).join('\n');
-      }),
-    );
-    return texts.join('\n');
-  }
-
   it('a buildx secret from Vault reaches buildah’s secret mount, is masked, and is stored nowhere', async () => {
     const value = randomBytes(18).toString('base64url');
     vault.put('kv', 'team/npm', { token: value });
@@ -153,7 +139,7 @@ describe('the local runner resolves secret references and checks the registry', 
     const messages = (await messagesOf(id)).join('\n');
     expect(messages).toContain('token=***');
     expect(messages).not.toContain(value);
-    expect(await databaseText()).not.toContain(value);
+    expect(await databaseText(kiln.dataSource)).not.toContain(value);
     expect(existsSync(join(dataDir, 'builds', id, 'run'))).toBe(false);
   });
 
@@ -271,7 +257,7 @@ describe('the local runner resolves secret references and checks the registry', 
       expect(messages).toMatch(/STEP \d+\/\d+/); // buildah's, which a refused build never prints
       expect(messages).toContain(`uploaded ${images[0]}`);
       expect(messages).not.toContain(secretAccessKey);
-      expect(await databaseText()).not.toContain(secretAccessKey);
+      expect(await databaseText(kiln.dataSource)).not.toContain(secretAccessKey);
     });
 
     it('keys S3 refuses fail the build with RegistryUnauthorized before anything is built', async () => {

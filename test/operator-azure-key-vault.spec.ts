@@ -1,4 +1,3 @@
-import type { V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -11,10 +10,9 @@ import { IntegrationsService } from '../src/integrations/integrations.service.js
 import { wizardManifest } from './support/builds.js';
 import { ConnectProxy } from './support/connect-proxy.js';
 import { FAKE_VAULT_HOST, FakeAzureKeyVault } from './support/fake-azure-key-vault.js';
-import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import type { ContainerRunContext } from './support/kube/kubelet.js';
-import { type BuildRecord, NS, OperatorGround } from './support/operator-ground.js';
+import { OperatorGround } from './support/operator-ground.js';
 
 noteDoubleOnly('Azure Key Vault and an egress proxy behind fakes');
 
@@ -136,57 +134,7 @@ async function started(secrets: Record<string, string>): Promise<string> {
     secrets,
     registry_repository: 'registry.example.com/team/app',
   });
-  const created = await ground.admin.request('POST', '/builds', {
-    tenant_id: ground.seeded.tenantA,
-    project_id: ground.seeded.projectA,
-    manifest,
-  });
-  expect(created.status).toBe(201);
-  const id = (await jsonOf(created)).data.id as string;
-  expect((await ground.admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
-  return id;
-}
-
-const secretOf = (id: string): V1Secret | undefined =>
-  ground.cluster.object('v1', 'secrets', NS, `kiln-${id}`) as V1Secret | undefined;
-
-/** Every row of every table of kiln's database, as text. */
-async function databaseText(): Promise<string> {
-  const tables: Array<{ name: string }> = await ground.api.dataSource.query(
-    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
-  );
-  const texts = await Promise.all(
-    tables.map(async ({ name }) => {
-      const rows: Array<{ text: string }> = await ground.api.dataSource.query(
-        `SELECT t::text AS text FROM "${name}" t`,
-      );
-      return rows.map((row) => row.text).join('\n');
-    }),
-  );
-  return texts.join('\n');
-}
-
-/** Everything the cluster holds but the build's own Secret. */
-function clusterText(id: string): string {
-  return [
-    ...ground.cluster.objects('kiln.dev/v1alpha1', 'builds', NS),
-    ...ground.cluster.objects('batch/v1', 'jobs', NS),
-    ...ground.cluster.objects('v1', 'pods', NS),
-    ...ground.cluster.objects('v1', 'configmaps', NS),
-    ...ground.cluster.objects('v1', 'events', NS),
-    ...ground.cluster.objects('v1', 'secrets', NS).filter((s) => s.metadata.name !== `kiln-${id}`),
-  ]
-    .map((object) => JSON.stringify(object))
-    .join('\n');
-}
-
-async function failedWith(id: string, reason: string): Promise<BuildRecord> {
-  const build = await ground.ended(id);
-  expect({ status: build.status, reason: await ground.column(id, 'failure_reason') }).toEqual({
-    status: 'failed',
-    reason,
-  });
-  return build;
+  return ground.startedWizard(manifest);
 }
 
 describe('Azure Key Vault references through the operator', () => {
@@ -203,12 +151,12 @@ describe('Azure Key Vault references through the operator', () => {
       error: null,
     });
 
-    const secret = secretOf(id)!;
+    const secret = ground.buildSecret(id)!;
     expect(Buffer.from(secret.data!['build-secret.npm_token']!, 'base64').toString()).toBe(value);
     const lines = await ground.storedLines(id);
     expect(lines.map((l) => l.message)).toContain('npm token: ***');
     const encoded = Buffer.from(value).toString('base64');
-    for (const text of [clusterText(id), await databaseText()]) {
+    for (const text of [ground.clusterTextBesides(id), await ground.databaseText()]) {
       expect(text).not.toContain(value);
       expect(text).not.toContain(encoded);
     }
@@ -226,13 +174,13 @@ describe('Azure Key Vault references through the operator', () => {
 
     const id = await started({ npm_token: 'azure:no-such-secret' });
 
-    const build = await failedWith(id, 'SecretUnavailable');
+    const build = await ground.failedWith(id, 'SecretUnavailable');
     expect(build.error_message).toContain(
       'manifest.build_config.secrets.npm_token: azure:no-such-secret could not be resolved',
     );
     expect(build.error_message).toContain(`${azure.vaultUrl} has no secret no-such-secret`);
     expect(ground.jobOf(id)).toBeUndefined();
-    expect(secretOf(id)).toBeUndefined();
+    expect(ground.buildSecret(id)).toBeUndefined();
   });
 
   it('a federated token Entra ID does not accept fails the build with SecretUnavailable: Azure refused kiln’s workload identity', async () => {
@@ -242,7 +190,7 @@ describe('Azure Key Vault references through the operator', () => {
 
     const id = await started({ npm_token: 'azure:npm-token' });
 
-    const build = await failedWith(id, 'SecretUnavailable');
+    const build = await ground.failedWith(id, 'SecretUnavailable');
     expect(build.error_message).toContain('azure:npm-token could not be resolved');
     expect(build.error_message).toContain("Azure refused kiln's workload identity");
     expect(build.error_message).not.toContain(wrong);
@@ -264,7 +212,7 @@ describe('Azure Key Vault references through the operator', () => {
 
       const id = await started({ npm_token: 'azure:npm-token' });
 
-      const build = await failedWith(id, 'SecretUnavailable');
+      const build = await ground.failedWith(id, 'SecretUnavailable');
       expect(build.error_message).toContain('azure:npm-token could not be resolved');
       expect(build.error_message).toContain(says);
       expect(build.error_message).toContain(path);

@@ -1,4 +1,3 @@
-import type { V1Secret } from '@kubernetes/client-node';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,15 +11,9 @@ import { runStep } from '../src/steps/run-step.js';
 import { wizardManifest } from './support/builds.js';
 import { FakeS3 } from './support/fake-s3.js';
 import { FakeVault } from './support/fake-vault.js';
-import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import type { ContainerRunContext, ContainerScript } from './support/kube/kubelet.js';
-import {
-  type BuildRecord,
-  NS,
-  OperatorGround,
-  type StoredLine,
-} from './support/operator-ground.js';
+import { type BuildRecord, OperatorGround, type StoredLine } from './support/operator-ground.js';
 
 noteDoubleOnly('registry_type s3 behind a fake S3');
 
@@ -260,15 +253,7 @@ async function started(method: 'buildx' | 'kaniko'): Promise<string> {
     registry_type: 's3',
     secret_manager_type: 'vault',
   });
-  const created = await ground.admin.request('POST', '/builds', {
-    tenant_id: ground.seeded.tenantA,
-    project_id: ground.seeded.projectA,
-    manifest,
-  });
-  expect(created.status).toBe(201);
-  const id = (await jsonOf(created)).data.id as string;
-  expect((await ground.admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
-  return id;
+  return ground.startedWizard(manifest);
 }
 
 /** The build once it ended `status`; another end fails the test with the build's log. */
@@ -287,39 +272,6 @@ async function endedAs(id: string, status: string): Promise<BuildRecord> {
 
 const linesOf = (lines: StoredLine[], container: string): string[] =>
   lines.filter((l) => l.metadata?.['container'] === container).map((l) => l.message);
-
-const secretOf = (id: string): V1Secret | undefined =>
-  ground.cluster.object('v1', 'secrets', NS, `kiln-${id}`) as V1Secret | undefined;
-
-/** Every row of every table of kiln's database, as text. */
-async function databaseText(): Promise<string> {
-  const tables: Array<{ name: string }> = await ground.api.dataSource.query(
-    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
-  );
-  const texts = await Promise.all(
-    tables.map(async ({ name }) => {
-      const rows: Array<{ text: string }> = await ground.api.dataSource.query(
-        `SELECT t::text AS text FROM "${name}" t`,
-      );
-      return rows.map((row) => row.text).join('\n');
-    }),
-  );
-  return texts.join('\n');
-}
-
-/** Everything the cluster holds but the build's own Secret. */
-function clusterText(id: string): string {
-  return [
-    ...ground.cluster.objects('kiln.dev/v1alpha1', 'builds', NS),
-    ...ground.cluster.objects('batch/v1', 'jobs', NS),
-    ...ground.cluster.objects('v1', 'pods', NS),
-    ...ground.cluster.objects('v1', 'configmaps', NS),
-    ...ground.cluster.objects('v1', 'events', NS),
-    ...ground.cluster.objects('v1', 'secrets', NS).filter((s) => s.metadata.name !== `kiln-${id}`),
-  ]
-    .map((object) => JSON.stringify(object))
-    .join('\n');
-}
 
 /** `<prefix>/<project>/<build number>-<12 hex digits of the digest>.oci.tar` (ADR 0022). */
 const keyOf = (build: BuildRecord, digest: string): string =>
@@ -370,14 +322,14 @@ describe('registry_type s3 through the operator', () => {
     );
 
     // The keys are in the build's own Secret, read through secretKeyRef; nowhere else.
-    const secret = secretOf(id)!;
+    const secret = ground.buildSecret(id)!;
     const value = (key: string) => Buffer.from(secret.data?.[key] ?? '', 'base64').toString();
     expect(value('s3.access-key-id')).toBe(keys.accessKeyId);
     expect(value('s3.secret-access-key')).toBe(keys.secretAccessKey);
     expect(secret.metadata?.ownerReferences).toEqual([
       expect.objectContaining({ kind: 'Job', name: `kiln-${id}`, controller: true }),
     ]);
-    for (const text of [clusterText(id), await databaseText()]) {
+    for (const text of [ground.clusterTextBesides(id), await ground.databaseText()]) {
       for (const key of [keys.accessKeyId, keys.secretAccessKey]) {
         expect(text).not.toContain(key);
         expect(text).not.toContain(Buffer.from(key).toString('base64'));
@@ -419,7 +371,7 @@ describe('registry_type s3 through the operator', () => {
     expect(build.error_message).toContain(`s3://${BUCKET}`);
     expect(build.error_message).not.toContain('not-the-secret-access-key');
     expect(ground.jobOf(id)).toBeUndefined();
-    expect(secretOf(id)).toBeUndefined();
+    expect(ground.buildSecret(id)).toBeUndefined();
   });
 
   it('a tenant without S3 settings gets InvalidSpec, saying how to add them', async () => {

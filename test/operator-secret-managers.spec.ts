@@ -1,4 +1,3 @@
-import type { V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,7 @@ import { tokenFor } from './support/auth.js';
 import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import type { ContainerRunContext } from './support/kube/kubelet.js';
-import { type BuildRecord, NS, OperatorGround, until } from './support/operator-ground.js';
+import { NS, OperatorGround, until } from './support/operator-ground.js';
 
 noteDoubleOnly('secret managers and registries behind fakes');
 
@@ -130,57 +129,7 @@ async function started(
     secrets,
     registry_repository: repository,
   });
-  const created = await ground.admin.request('POST', '/builds', {
-    tenant_id: ground.seeded.tenantA,
-    project_id: ground.seeded.projectA,
-    manifest,
-  });
-  expect(created.status).toBe(201);
-  const id = (await jsonOf(created)).data.id as string;
-  expect((await ground.admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
-  return id;
-}
-
-const secretOf = (id: string): V1Secret | undefined =>
-  ground.cluster.object('v1', 'secrets', NS, `kiln-${id}`) as V1Secret | undefined;
-
-/** Every row of every table of kiln's database, as text. */
-async function databaseText(): Promise<string> {
-  const tables: Array<{ name: string }> = await ground.api.dataSource.query(
-    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
-  );
-  const texts = await Promise.all(
-    tables.map(async ({ name }) => {
-      const rows: Array<{ text: string }> = await ground.api.dataSource.query(
-        `SELECT t::text AS text FROM "${name}" t`,
-      );
-      return rows.map((row) => row.text).join('\n');
-    }),
-  );
-  return texts.join('\n');
-}
-
-/** Everything the cluster holds but the build's own Secret. */
-function clusterText(id: string): string {
-  return [
-    ...ground.cluster.objects('kiln.dev/v1alpha1', 'builds', NS),
-    ...ground.cluster.objects('batch/v1', 'jobs', NS),
-    ...ground.cluster.objects('v1', 'pods', NS),
-    ...ground.cluster.objects('v1', 'configmaps', NS),
-    ...ground.cluster.objects('v1', 'events', NS),
-    ...ground.cluster.objects('v1', 'secrets', NS).filter((s) => s.metadata.name !== `kiln-${id}`),
-  ]
-    .map((object) => JSON.stringify(object))
-    .join('\n');
-}
-
-async function failedWith(id: string, reason: string): Promise<BuildRecord> {
-  const build = await ground.ended(id);
-  expect({ status: build.status, reason: await ground.column(id, 'failure_reason') }).toEqual({
-    status: 'failed',
-    reason,
-  });
-  return build;
+  return ground.startedWizard(manifest);
 }
 
 describe('secret references through the operator', () => {
@@ -216,7 +165,7 @@ describe('secret references through the operator', () => {
         error: null,
       });
 
-      const secret = secretOf(id)!;
+      const secret = ground.buildSecret(id)!;
       expect(Buffer.from(secret.data!['build-secret.npm_token']!, 'base64').toString()).toBe(value);
       expect(secret.metadata?.ownerReferences).toEqual([
         expect.objectContaining({ kind: 'Job', name: `kiln-${id}`, controller: true }),
@@ -224,7 +173,7 @@ describe('secret references through the operator', () => {
       const lines = await ground.storedLines(id);
       expect(lines.map((l) => l.message)).toContain('npm token: ***');
       const encoded = Buffer.from(value).toString('base64');
-      for (const text of [clusterText(id), await databaseText()]) {
+      for (const text of [ground.clusterTextBesides(id), await ground.databaseText()]) {
         expect(text).not.toContain(value);
         expect(text).not.toContain(encoded);
       }
@@ -233,26 +182,26 @@ describe('secret references through the operator', () => {
 
       // The Secret goes with its Job (Kubernetes' garbage collector).
       ground.cluster.deleteAsController('batch/v1', 'Job', NS, `kiln-${id}`, 'Background');
-      await until('the build’s Secret to be collected', () => secretOf(id) === undefined);
+      await until('the build’s Secret to be collected', () => ground.buildSecret(id) === undefined);
     },
   );
 
   it('a reference to a secret that does not exist fails the build with SecretUnavailable, naming it', async () => {
     await useVault();
     const id = await started('vault', { npm_token: 'vault:kv/data/team/missing#token' });
-    const build = await failedWith(id, 'SecretUnavailable');
+    const build = await ground.failedWith(id, 'SecretUnavailable');
     expect(build.error_message).toContain(
       'manifest.build_config.secrets.npm_token: vault:kv/data/team/missing#token could not be resolved',
     );
     expect(ground.jobOf(id)).toBeUndefined();
-    expect(secretOf(id)).toBeUndefined();
+    expect(ground.buildSecret(id)).toBeUndefined();
   });
 
   it('a manager that does not answer fails the start with a clear message, no Job and no hang', async () => {
     await useVault();
     vault.hang = true;
     const id = await started('vault', { npm_token: 'vault:kv/data/team/npm#token' });
-    const build = await failedWith(id, 'SecretUnavailable');
+    const build = await ground.failedWith(id, 'SecretUnavailable');
     expect(build.error_message).toMatch(/vault: .*(timed out|did not answer|unavailable)/i);
     expect(ground.jobOf(id)).toBeUndefined();
   });
@@ -293,7 +242,7 @@ describe('secret references through the operator', () => {
       .removeSecretManager(ground.seeded.tenantA, 'aws_secretsmanager')
       .catch(() => undefined);
     const id = await started('aws_secretsmanager', { npm_token: 'aws:team/npm#token' });
-    const build = await failedWith(id, 'SecretUnavailable');
+    const build = await ground.failedWith(id, 'SecretUnavailable');
     expect(build.error_message).toContain('kiln secret-manager set --type aws_secretsmanager');
   });
 });
@@ -321,7 +270,7 @@ describe('the registry pre-flight check through the operator', () => {
     const id = await started('vault', { npm_token: 'vault:kv/data/team/npm#token' }, repository);
     expect((await ground.ended(id)).status).toBe('success');
     const config = JSON.parse(
-      Buffer.from(secretOf(id)!.data!['.dockerconfigjson']!, 'base64').toString(),
+      Buffer.from(ground.buildSecret(id)!.data!['.dockerconfigjson']!, 'base64').toString(),
     );
     expect(config).toEqual({
       auths: {
@@ -331,7 +280,7 @@ describe('the registry pre-flight check through the operator', () => {
       },
     });
     expect(registry.openUploads()).toEqual([]);
-    for (const text of [clusterText(id), await databaseText()])
+    for (const text of [ground.clusterTextBesides(id), await ground.databaseText()])
       expect(text).not.toContain(password);
   });
 
@@ -339,7 +288,7 @@ describe('the registry pre-flight check through the operator', () => {
     registry.addUser('robot$team+ci', secretValue(), { 'team/app': ['pull', 'push'] });
     const repository = await useHarbor('not-the-password');
     const id = await started('vault', {}, repository);
-    const build = await failedWith(id, 'RegistryUnauthorized');
+    const build = await ground.failedWith(id, 'RegistryUnauthorized');
     expect(build.error_message).toContain(`${registry.address}/team/app`);
     expect(build.error_message).not.toContain('not-the-password');
     expect(ground.jobOf(id)).toBeUndefined();
@@ -398,7 +347,7 @@ describe('project git credentials through the operator', () => {
     // Printed by the source container: masked in the stored log.
     const lines = (await ground.storedLines(id)).map((l) => l.message).join('\n');
     expect(lines).toContain('password=***');
-    for (const text of [lines, clusterText(id), await databaseText()]) {
+    for (const text of [lines, ground.clusterTextBesides(id), await ground.databaseText()]) {
       expect(text).not.toContain(token);
     }
   });

@@ -27,6 +27,7 @@ import {
   type SecretReference,
 } from './secret-manager.js';
 import type { AzureKeyVaultSettings } from './settings.js';
+import { untilAborted } from './abort.js';
 
 /**
  * Azure Key Vault through @azure/keyvault-secrets, signed in with @azure/identity.
@@ -321,18 +322,4 @@ class UnusableCaFile extends Error {}
 
 function firstLine(text: string): string {
   return text.split('\n', 1)[0]!.trim();
-}
-
-/** `promise`, or the signal's reason as soon as it aborts (the promise is left to settle). */
-async function untilAborted<V>(promise: Promise<V>, signal: AbortSignal): Promise<V> {
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort!);
-  }
 }

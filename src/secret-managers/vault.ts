@@ -11,6 +11,7 @@ import {
   type VaultReference,
 } from './secret-manager.js';
 import { KUBERNETES_SERVICE_ACCOUNT_TOKEN, type VaultSettings } from './settings.js';
+import { untilAborted } from './abort.js';
 
 /**
  * HashiCorp Vault through its HTTP API (no client library: two endpoints are all kiln needs).
@@ -300,21 +301,5 @@ async function backoff(attempt: number, signal: AbortSignal | undefined): Promis
     await sleep(Math.min(100 * 2 ** (attempt - 2), MAX_BACKOFF_MS), undefined, { signal });
   } catch {
     throw signal?.reason;
-  }
-}
-
-/** `promise`, or the signal's reason as soon as it aborts (the promise is left to settle). */
-async function untilAborted<V>(promise: Promise<V>, signal: AbortSignal | undefined): Promise<V> {
-  if (signal === undefined) return promise;
-  signal.throwIfAborted();
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
   }
 }

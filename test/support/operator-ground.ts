@@ -1,4 +1,4 @@
-import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import type { V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { type Seeded, seedTenancy, tokenFor } from './auth.js';
 import { ApiClient, wizardManifest } from './builds.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { jsonOf } from './http.js';
+import { databaseText } from './leaks.js';
 import { KubeApiServer } from './kube/api-server.js';
 import { writeKubeconfig } from './kube/kubeconfig.js';
 import { type ContainerScript, numberedLine, verifyCrc } from './kube/kubelet.js';
@@ -201,6 +202,30 @@ export class OperatorGround {
       Record<string, any> | undefined;
   }
 
+  /** The build's own Secret (`kiln-<id>`): upload tokens, resolved secret references. */
+  buildSecret(id: string): V1Secret | undefined {
+    return this.cluster.object('v1', 'secrets', NS, `kiln-${id}`) as V1Secret | undefined;
+  }
+
+  /** Every Build, Job, pod, ConfigMap, Event and Secret but the build's own, as text. */
+  clusterTextBesides(id: string): string {
+    return [
+      ...this.cluster.objects(...BUILDS, NS),
+      ...this.cluster.objects('batch/v1', 'jobs', NS),
+      ...this.cluster.objects('v1', 'pods', NS),
+      ...this.cluster.objects('v1', 'configmaps', NS),
+      ...this.cluster.objects('v1', 'events', NS),
+      ...this.cluster.objects('v1', 'secrets', NS).filter((s) => s.metadata.name !== `kiln-${id}`),
+    ]
+      .map((object) => JSON.stringify(object))
+      .join('\n');
+  }
+
+  /** Every row of every table of kiln's database, as text (leaks.ts). */
+  databaseText(): Promise<string> {
+    return databaseText(this.api.dataSource);
+  }
+
   jobOf(id: string): V1Job | undefined {
     return (this.cluster.objects('batch/v1', 'jobs', NS) as V1Job[]).find(
       (j) => j.metadata?.name === `kiln-${id}`,
@@ -235,6 +260,29 @@ export class OperatorGround {
       },
       ms,
     );
+  }
+
+  /** A wizard build of tenant A's project, created and started through the API. */
+  async startedWizard(manifest: Record<string, unknown>): Promise<string> {
+    const created = await this.admin.request('POST', '/builds', {
+      tenant_id: this.seeded.tenantA,
+      project_id: this.seeded.projectA,
+      manifest,
+    });
+    expect(created.status).toBe(201);
+    const id = (await jsonOf(created)).data.id as string;
+    expect((await this.admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
+    return id;
+  }
+
+  /** The build once it ended `failed` with `reason` (the column the API does not show). */
+  async failedWith(id: string, reason: string): Promise<BuildRecord> {
+    const build = await this.ended(id);
+    expect({ status: build.status, reason: await this.column(id, 'failure_reason') }).toEqual({
+      status: 'failed',
+      reason,
+    });
+    return build;
   }
 
   /** A kaniko build created and started through the API (a Build resource, unsuspended). */

@@ -1,0 +1,20 @@
+import type { DataSource } from 'typeorm';
+
+/**
+ * Every row of every table of kiln's database, as text: what a test searches for a value that
+ * must never be stored (a resolved secret, a credential).
+ */
+export async function databaseText(dataSource: DataSource): Promise<string> {
+  const tables: Array<{ name: string }> = await dataSource.query(
+    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
+  );
+  const texts = await Promise.all(
+    tables.map(async ({ name }) => {
+      const rows: Array<{ text: string }> = await dataSource.query(
+        `SELECT t::text AS text FROM "${name}" t`,
+      );
+      return rows.map((row) => row.text).join('\n');
+    }),
+  );
+  return texts.join('\n');
+}
