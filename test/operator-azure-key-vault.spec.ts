@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, posix } from 'node:path';
+import { join } from 'node:path';
 import { BUILDKIT_IMAGE } from '../src/build-methods/images.js';
 import { BUILD_SECRETS_DIR } from '../src/build-methods/job.js';
 import { IntegrationsRepository } from '../src/integrations/integrations.repository.js';
@@ -11,7 +11,7 @@ import { wizardManifest } from './support/builds.js';
 import { ConnectProxy } from './support/connect-proxy.js';
 import { FAKE_VAULT_HOST, FakeAzureKeyVault } from './support/fake-azure-key-vault.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
-import type { ContainerRunContext } from './support/kube/kubelet.js';
+import { hostPath } from './support/kube/kubelet.js';
 import { OperatorGround } from './support/operator-ground.js';
 
 noteDoubleOnly('Azure Key Vault and an egress proxy behind fakes');
@@ -102,15 +102,6 @@ async function useAzure(
     authorityHost: azure.authorityHost,
     caFile,
   });
-}
-
-/** The host file behind a path in the container. */
-function hostPath(context: ContainerRunContext, path: string): string {
-  for (const [mountPath, dir] of Object.entries(context.mounts)) {
-    if (path === mountPath || path.startsWith(`${mountPath}/`))
-      return join(dir, posix.relative(mountPath, path));
-  }
-  throw new Error(`${path} is on no volume of container ${context.container}`);
 }
 
 /** A builder that prints what a careless Dockerfile step would: the mounted secret. */

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join } from 'node:path';
 import { BUILDKIT_IMAGE, KANIKO_IMAGE } from '../src/build-methods/images.js';
 import { OUT_DIR } from '../src/build-methods/job.js';
 import { IntegrationsRepository } from '../src/integrations/integrations.repository.js';
@@ -12,7 +12,11 @@ import { wizardManifest } from './support/builds.js';
 import { FakeS3 } from './support/fake-s3.js';
 import { FakeVault } from './support/fake-vault.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
-import type { ContainerRunContext, ContainerScript } from './support/kube/kubelet.js';
+import {
+  type ContainerRunContext,
+  type ContainerScript,
+  hostPath,
+} from './support/kube/kubelet.js';
 import { type BuildRecord, OperatorGround, type StoredLine } from './support/operator-ground.js';
 
 noteDoubleOnly('registry_type s3 behind a fake S3');
@@ -151,15 +155,6 @@ function treeOf(dir: string): Array<[string, string]> {
       return [path.slice(dir.length + 1), sha256(readFileSync(path))];
     })
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-}
-
-/** The host file behind a path in the container, through the mount that holds it. */
-function hostPath(context: ContainerRunContext, path: string): string {
-  for (const [mountPath, dir] of Object.entries(context.mounts)) {
-    if (path === mountPath || path.startsWith(`${mountPath}/`))
-      return join(dir, posix.relative(mountPath, path));
-  }
-  throw new Error(`${path} is on no volume of container ${context.container}`);
 }
 
 /** The value of `<name>=value` in argv. */

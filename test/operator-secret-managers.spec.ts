@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, posix } from 'node:path';
+import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { BUILDKIT_IMAGE, GIT_IMAGE } from '../src/build-methods/images.js';
 import { BUILD_SECRETS_DIR } from '../src/build-methods/job.js';
@@ -16,7 +16,7 @@ import { FakeVault } from './support/fake-vault.js';
 import { tokenFor } from './support/auth.js';
 import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
-import type { ContainerRunContext } from './support/kube/kubelet.js';
+import { hostPath } from './support/kube/kubelet.js';
 import { NS, OperatorGround, until } from './support/operator-ground.js';
 
 noteDoubleOnly('secret managers and registries behind fakes');
@@ -93,15 +93,6 @@ async function useAws(): Promise<void> {
       `[default]\naws_access_key_id = ${id}\naws_secret_access_key = ${key}\n`,
     ),
   });
-}
-
-/** The host file behind a path in the container. */
-function hostPath(context: ContainerRunContext, path: string): string {
-  for (const [mountPath, dir] of Object.entries(context.mounts)) {
-    if (path === mountPath || path.startsWith(`${mountPath}/`))
-      return join(dir, posix.relative(mountPath, path));
-  }
-  throw new Error(`${path} is on no volume of container ${context.container}`);
 }
 
 /** A builder that prints what a careless Dockerfile step would: the mounted secret. */

@@ -1,7 +1,7 @@
 import type { V1Container, V1Job, V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join } from 'node:path';
 import { IMAGE_PLACEHOLDER } from '../src/artifacts/tool-command.js';
 import {
   BUILDKIT_IMAGE,
@@ -17,7 +17,11 @@ import { runStep } from '../src/steps/run-step.js';
 import { wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
-import type { ContainerRunContext, ContainerScript } from './support/kube/kubelet.js';
+import {
+  type ContainerRunContext,
+  type ContainerScript,
+  hostPath,
+} from './support/kube/kubelet.js';
 import {
   type BuildRecord,
   NS,
@@ -77,15 +81,6 @@ const guarded =
       return { lines: [`test double: ${(error as Error).message}`], exitCode: 70 };
     }
   };
-
-/** The host file behind a path in the container, through the mount that holds it. */
-function hostPath(context: ContainerRunContext, path: string): string {
-  for (const [mountPath, dir] of Object.entries(context.mounts)) {
-    if (path === mountPath || path.startsWith(`${mountPath}/`))
-      return join(dir, posix.relative(mountPath, path));
-  }
-  throw new Error(`${path} is on no volume of container ${context.container}`);
-}
 
 function write(context: ContainerRunContext, path: string, text: string): void {
   const file = hostPath(context, path);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { ObjectStore, StoredEvent } from './store.js';
 import { clone, isObject, type JsonObject, type KubeObject } from './types.js';
@@ -84,6 +84,15 @@ export interface ContainerRunContext {
    * `message`).
    */
   readonly mounts: Readonly<Record<string, string>>;
+}
+
+/** The host file behind a path in the container, through the mount that holds it. */
+export function hostPath(context: ContainerRunContext, path: string): string {
+  for (const [mountPath, dir] of Object.entries(context.mounts)) {
+    if (path === mountPath || path.startsWith(`${mountPath}/`))
+      return join(dir, posix.relative(mountPath, path));
+  }
+  throw new Error(`${path} is on no volume of container ${context.container}`);
 }
 
 export const DEFAULT_EVICTION_MESSAGE =
