@@ -197,7 +197,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     socket.once('close', release);
     try {
       this.wss.handleUpgrade(request, socket, head, (ws: WebSocket) =>
-        this.stream(ws, upgrade, release),
+        this.stream(ws, socket, upgrade, release),
       );
     } catch (error) {
       release();
@@ -206,9 +206,10 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     }
   }
 
-  private stream(ws: WebSocket, upgrade: Upgrade, release: () => void): void {
+  private stream(ws: WebSocket, socket: Duplex, upgrade: Upgrade, release: () => void): void {
     const session = new LogStreamSession(
       ws,
+      socket,
       upgrade.buildId,
       upgrade.fromSeq,
       {
@@ -221,7 +222,6 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
         highWaterMark: 1024 * 1024,
         stallMs: this.config.wsStallMs,
         heartbeatMs: this.config.wsHeartbeatMs,
-        pollMs: this.config.wsPollMs,
         expiresAt: upgrade.expiresAt,
       },
     );

@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
+import type { Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { isTerminal } from '../lifecycle/build-state.js';
 import { type StoredLogLine, toStreamMessage } from '../logs/log-entry.js';
-import type { LogHub } from '../logs/log-hub.js';
+import type { LogHub, TailChunk } from '../logs/log-hub.js';
+import { type Frames, textFrames } from './frames.js';
 
 export interface SessionOptions {
   readonly batchSize: number;
@@ -12,8 +14,6 @@ export interface SessionOptions {
   /** How long the queue may stay above the high-water mark before the client is closed (1013). */
   readonly stallMs: number;
   readonly heartbeatMs: number;
-  /** Re-read even without a notification, in case one was lost. */
-  readonly pollMs: number;
   /** When the caller's token expires: the socket is closed with 1008 then. */
   readonly expiresAt: Date;
 }
@@ -44,11 +44,15 @@ export class LogStreamSession {
   /** The build's status may have changed (or is unknown yet): look before sleeping. */
   private statusNews = true;
   private alive = true;
+  /** The build's status when this stream last read it (`gone`: deleted). */
+  private knownStatus: string | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe: (() => void) | undefined;
 
   constructor(
     private readonly ws: WebSocket,
+    /** The socket under `ws`: log frames are written to it directly, made once for all streams. */
+    private readonly socket: Writable,
     private readonly buildId: string,
     fromSeq: number,
     private readonly deps: SessionDeps,
@@ -67,7 +71,13 @@ export class LogStreamSession {
     this.ws.on('message', () => undefined); // clients have nothing to say; size is capped by the server
     this.unsubscribe = this.deps.hub.subscribe(this.buildId, (news) => {
       if (news.kind === 'status') this.statusNews = true;
-      else if (news.lastSeq < this.next) return; // lines this session has sent already
+      else if (news.kind === 'lines' && news.lastSeq < this.next)
+        return; // sent already
+      else if (news.kind === 'polled') {
+        // The safety poll: act only on what this stream does not know yet.
+        if (news.status !== this.knownStatus) this.statusNews = true;
+        else if (news.lines <= this.next) return;
+      }
       this.news = true;
       this.wake?.();
     });
@@ -92,22 +102,31 @@ export class LogStreamSession {
     while (!this.closed) {
       if (!(await this.waitForRoom())) return;
       this.news = false;
-      const lines = await this.deps.hub.linesFrom(this.buildId, this.next, this.options.batchSize);
-      for (const line of lines) {
-        if (this.closed) return;
-        this.ws.send(encoded(this.buildId, line));
-        this.next = line.seq + 1;
+      const fromTail = this.sendFromTail();
+      if (fromTail === 'more') continue;
+      if (fromTail === 'not-held') {
+        const lines = await this.deps.hub.linesFrom(
+          this.buildId,
+          this.next,
+          this.options.batchSize,
+        );
+        const last = lines.at(-1);
+        if (last !== undefined) {
+          if (!this.write(textFrames(lines.map((line) => this.message(line))), 0)) return;
+          this.next = last.seq + 1;
+        }
+        if (lines.length === this.options.batchSize) continue;
       }
-      if (lines.length === this.options.batchSize) continue;
       if (!this.statusNews) {
-        // Caught up and the status has not changed: wait for news (or the safety poll, after
-        // which the status is looked at again in case a notification was lost).
-        if (!(await this.sleep())) this.statusNews = true;
+        // Caught up and the status has not changed: wait for news (the hub's safety poll brings
+        // it too, should a notification be lost).
+        await this.sleep();
         continue;
       }
       this.statusNews = false;
 
       const build = await this.deps.findBuild(this.buildId);
+      this.knownStatus = build?.status ?? 'gone';
       if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted');
       if (isTerminal(build.status)) {
         // Counted after the terminal status was read: every line written before it is included.
@@ -118,8 +137,54 @@ export class LogStreamSession {
         this.statusNews = true; // terminal with lines still to send: read them, then look again
         continue;
       }
-      if (!(await this.sleep())) this.statusNews = true;
+      await this.sleep();
     }
+  }
+
+  /**
+   * Sends what the hub's shared tail holds from `next` on, as frames made once per chunk for
+   * every stream, one write per chunk, up to about the high-water mark: `more` when it stopped
+   * there, `caught-up` at the tail's end, `not-held` when the tail does not hold `next`.
+   */
+  private sendFromTail(): 'more' | 'caught-up' | 'not-held' {
+    const chunks = this.deps.hub.tailFrom(this.buildId, this.next);
+    if (chunks === undefined) return 'not-held';
+    let written = 0;
+    for (const chunk of chunks) {
+      if (written >= this.options.highWaterMark) return 'more';
+      const frames = this.framesOf(chunk);
+      const from = Math.max(0, this.next - chunk.first);
+      if (!this.write(frames, from)) return 'caught-up'; // closed: the pump ends
+      written += frames.buffer.length - frames.offsets[from]!;
+      this.next = chunk.first + chunk.lines.length;
+    }
+    return 'caught-up';
+  }
+
+  private framesOf(chunk: TailChunk): Frames {
+    let frames = chunkFrames.get(chunk);
+    if (frames === undefined) {
+      frames = textFrames(chunk.lines.map((line) => this.message(line)));
+      chunkFrames.set(chunk, frames);
+    }
+    return frames;
+  }
+
+  private message(line: StoredLogLine): string {
+    return JSON.stringify(toStreamMessage(this.buildId, line));
+  }
+
+  /**
+   * Writes frames `from` on straight to the socket, whole frames only, so the ws library's own
+   * frames (ping, close) fall between them. False once the socket is not open (closing or closed).
+   */
+  private write(frames: Frames, from: number): boolean {
+    if (this.closed || this.ws.readyState !== this.ws.OPEN) {
+      this.stop();
+      return false;
+    }
+    this.socket.write(from === 0 ? frames.buffer : frames.buffer.subarray(frames.offsets[from]));
+    return true;
   }
 
   /** Waits while the socket's queue is over the high-water mark; false when the client stalled. */
@@ -153,18 +218,13 @@ export class LogStreamSession {
     }
   }
 
-  /** Waits for news or the safety poll; true when news woke it. */
-  private sleep(): Promise<boolean> {
-    if (this.news) return Promise.resolve(true);
+  /** Waits for news from the hub (notifications, or its safety poll). */
+  private sleep(): Promise<void> {
+    if (this.news || this.closed) return Promise.resolve();
     return new Promise((done) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        done(false);
-      }, this.options.pollMs);
       this.wake = () => {
         this.wake = undefined;
-        clearTimeout(timer);
-        done(true);
+        done();
       };
     });
   }
@@ -200,16 +260,8 @@ export class LogStreamSession {
   }
 }
 
-// Lines from the hub's shared tail are the same objects for every stream: encode each once.
-const encodings = new WeakMap<StoredLogLine, string>();
-function encoded(buildId: string, line: StoredLogLine): string {
-  let text = encodings.get(line);
-  if (text === undefined) {
-    text = JSON.stringify(toStreamMessage(buildId, line));
-    encodings.set(line, text);
-  }
-  return text;
-}
+/** Frames of the hub's shared chunks, made by the first stream that sends one, for all. */
+const chunkFrames = new WeakMap<TailChunk, Frames>();
 
 function delay(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));

@@ -19,8 +19,12 @@ export class LogsService {
     offset: number,
     limit: number,
   ): Promise<BuildLogsDto> {
-    await this.lifecycle.get(tenant.tenantId, buildId); // 404 unless the tenant's
-    const { lines, total } = await this.logs.page(buildId, offset, limit);
+    // Side by side, not one after the other: the page is only answered once the build is known
+    // to be the tenant's (else 404), and a page of another tenant's build is never returned.
+    const [, { lines, total }] = await Promise.all([
+      this.lifecycle.get(tenant.tenantId, buildId),
+      this.logs.page(buildId, offset, limit),
+    ]);
     return {
       build_id: buildId,
       logs: lines.map(toLogEntry),

@@ -39,6 +39,14 @@ function isForeignKeyViolation(error: unknown): boolean {
   return (error as { driverError?: { code?: unknown } }).driverError?.code === '23503';
 }
 
+/** What LogHub's safety poll looks at for a watched build. */
+export interface WatchedBuildState {
+  readonly buildId: string;
+  readonly status: string;
+  /** Lines stored. */
+  readonly lines: number;
+}
+
 interface RawLine {
   seq: number;
   ts: Date;
@@ -226,6 +234,16 @@ export class BuildLogsRepository {
       [buildId],
     );
     return row?.lines ?? 0;
+  }
+
+  /** Status and line count of each of these builds that exists, in one query. */
+  async watchedStates(buildIds: readonly string[]): Promise<WatchedBuildState[]> {
+    return this.dataSource.query<WatchedBuildState[]>(
+      `SELECT b.id AS "buildId", b.status, coalesce(l.lines, 0)::int AS lines
+         FROM builds b LEFT JOIN build_logs l ON l.build_id = b.id
+        WHERE b.id = ANY($1::uuid[])`,
+      [buildIds],
+    );
   }
 
   /** Lines with seq in [fromSeq, fromSeq + limit), in order. */
