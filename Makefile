@@ -74,6 +74,7 @@ helm-lint: ## helm lint and helm template of charts/kiln with each example value
 .PHONY: bench
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
 	node bench/logs.bench.mjs
+	node bench/logs.bench.mjs idle
 	node bench/operator.bench.mjs
 
 .PHONY: soak

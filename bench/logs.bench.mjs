@@ -12,7 +12,24 @@ import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support
 
 const INGEST = { batchLines: 500, roundLines: 100_000, rounds: 3, warmupBatches: 20 };
 const PAGE = { lines: 1_000_000, limit: 1000, samples: 300, warmup: 30 };
-const LIVE = { subscribers: 100, batchLines: 100, intervalMs: 10, seconds: 5, maxBatches: 500 };
+const LIVE = {
+  subscribers: 100,
+  batchLines: 100,
+  intervalMs: 10,
+  seconds: 5,
+  maxBatches: 500,
+  // `frames` (bench/support/frame-reader.mjs) or `ws` (the ws library's client): LIVE_READER.
+  reader: process.env.LIVE_READER ?? 'frames',
+};
+
+const IDLE = {
+  builds: 100,
+  counts: [1_000, 10_000],
+  rssGoalMb: { 1000: 200, 10000: 600 },
+  queriesGoal: 5,
+  settleMs: 6_000,
+  windowMs: 10_000,
+};
 
 /** The statement BuildLogsRepository.append uses, without the row lock, counters and NOTIFY. */
 const RAW_INSERT = `INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
@@ -187,6 +204,7 @@ async function live(kiln, clients) {
     headers: kiln.headers,
     clients: LIVE.subscribers,
     capacityPerClient: capacity,
+    reader: LIVE.reader,
   });
   await delay(200); // every session has read its (empty) log and sleeps on the hub
   const filler = ' npm http fetch GET 200 https://registry.npmjs.org/@types/node 38ms (cache miss)';
@@ -222,18 +240,84 @@ async function live(kiln, clients) {
   console.log(
     `  ${LIVE.subscribers} ws subscribers (another process) on one build; the producer sends ` +
       `${batchLines} lines every ${intervalMs} ms (10,000/s offered) for ${LIVE.seconds} s, ` +
-      `awaiting each call; latency = call start → message received`,
+      `awaiting each call; latency = call start → message received; subscribers read with ` +
+      (LIVE.reader === 'frames' ? 'a minimal frame reader' : 'the ws library'),
   );
   console.log(
     `  kiln: LogSink.append stored ${int(produced.lines)} lines (${perSecond(produced)}/s), ` +
       `append call p50 ${ms(produced.call.p50)} p99 ${ms(produced.call.p99)}; received ` +
-      `${int(k.received)} of ${int(expected)} messages${k.complete ? '' : ' (INCOMPLETE after 30 s)'}, ` +
+      `${int(k.received)} of ${int(expected)} messages${k.complete ? '' : ' (INCOMPLETE after 30 s)'}` +
+      (k.outOfOrder === undefined ? '' : `, ${int(k.outOfOrder)} out of order`) +
+      `, ` +
       `${int(k.overOneSecond)} over 1 s, max ${ms(k.max)}; closes ${JSON.stringify(codes)}`,
   );
   console.log(
     `  raw: pg_notify of ${int(rawProduced.lines)} lines (${perSecond(rawProduced)}/s), ` +
       `${int(r.received)} received; CPU while kiln produced: kiln+bench process ${cpu.kiln}, ` +
       `client process ${cpu.clients} of one core; ${Math.round((nowMs() - started) / 1000)} s`,
+  );
+}
+
+/**
+ * Idle subscribers: kiln's RSS and the database's transactions/s with 1,000 and then 10,000 open
+ * log streams spread over 100 running builds that print nothing, beside the same kiln with none.
+ */
+async function idle(kiln, clients) {
+  const started = nowMs();
+  const builds = [];
+  for (let i = 0; i < IDLE.builds; i++) builds.push(await kiln.runningBuild());
+  const urls = builds.map(
+    (id) => `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
+  );
+  // Every query kiln sends goes through pg.Client#query (TypeORM's pool, LogHub, the listener).
+  let queries = 0;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function counted(...args) {
+    queries++;
+    return query.apply(this, args);
+  };
+  /** Settles, then measures kiln's RSS and its queries/s over a window. */
+  const measure = async () => {
+    await delay(IDLE.settleMs);
+    const before = queries;
+    await delay(IDLE.windowMs);
+    return {
+      rss: process.memoryUsage().rss,
+      perSecond: (queries - before) / (IDLE.windowMs / 1000),
+    };
+  };
+
+  const none = await measure();
+  const figures = [];
+  let open = 0;
+  for (const count of IDLE.counts) {
+    const perUrl = (count - open) / urls.length;
+    ({ open } = await clients.call('openIdleStreams', { urls, headers: kiln.headers, perUrl }));
+    figures.push({ count: open, ...(await measure()) });
+  }
+  await clients.call('closeIdleStreams');
+  pg.Client.prototype.query = query;
+  for (const id of builds) await kiln.app.get(BuildLifecycle).succeed(id);
+
+  const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+  for (const { count, rss, perSecond } of figures) {
+    const rssGoal = IDLE.rssGoalMb[count];
+    console.log(
+      `idle ${int(count)} subscribers: kiln RSS ${mb(rss)} | with none ${mb(none.rss)} | ratio ` +
+        `${ratio(rss / none.rss)} (goal <= ${rssGoal} MB: ${verdict(rss <= rssGoal * 1e6)}); ` +
+        `${((rss - none.rss) / count / 1024).toFixed(1)} KiB each`,
+    );
+    console.log(
+      `idle ${int(count)} subscribers: kiln ${perSecond.toFixed(2)} queries/s | with none ` +
+        `${none.perSecond.toFixed(2)}/s | ${verdict(perSecond - none.perSecond <= IDLE.queriesGoal)} ` +
+        `(goal: <= ${IDLE.queriesGoal} more/s)`,
+    );
+  }
+  console.log(
+    `  streams from the client process over ${IDLE.builds} running builds that print nothing, ` +
+      `opened 200 at a time; kiln's RSS is its process's (the bench runs in it); queries = calls ` +
+      `of pg.Client#query over ${IDLE.windowMs / 1000} s after ${IDLE.settleMs / 1000} s settling; ` +
+      `${Math.round((nowMs() - started) / 1000)} s`,
   );
 }
 
@@ -261,7 +345,9 @@ async function produce(send) {
 }
 
 async function main() {
-  const kiln = await startKiln({ KILN_WS_MAX_CONNECTIONS_PER_USER: String(LIVE.subscribers + 10) });
+  const kiln = await startKiln({
+    KILN_WS_MAX_CONNECTIONS_PER_USER: String(Math.max(LIVE.subscribers, ...IDLE.counts)), // 10,000: the most it takes
+  });
   const raw = new pg.Client({ connectionString: kiln.databaseUrl });
   const clients = startClients(new URL('./support/clients.mjs', import.meta.url));
   let cleaned;
@@ -281,11 +367,13 @@ async function main() {
       `bench/logs: kiln from dist/, embedded PostgreSQL ${version} on /dev/shm (fsync off), ` +
         `node ${process.version}, ${cpus().length} CPUs; goals are reported, not asserted`,
     );
+    // `idle` measures the process's RSS: it runs only when named, as its own process (make bench).
     const only = process.argv.slice(2);
-    const wanted = (name) => only.length === 0 || only.includes(name);
+    const wanted = (name) => (only.length === 0 && name !== 'idle') || only.includes(name);
     if (wanted('ingest')) await ingest(kiln, raw);
     if (wanted('page')) await page(kiln, raw, clients);
     if (wanted('live')) await live(kiln, clients);
+    if (wanted('idle')) await idle(kiln, clients);
   } finally {
     await cleanup();
   }

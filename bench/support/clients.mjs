@@ -5,6 +5,7 @@
 // CLOCK_MONOTONIC, one clock for every process on the machine, so receive - send is the latency.
 import pg from 'pg';
 import WebSocket from 'ws';
+import { openFrameStream } from './frame-reader.mjs';
 import { prng } from './log-lines.mjs';
 import { delay, latencySummary, nowMs } from './stats.mjs';
 
@@ -18,13 +19,22 @@ class Recorder {
   }
 
   record(text) {
-    const now = process.hrtime.bigint();
     const at = text.indexOf('t=');
     if (at < 0) return;
     let end = at + 2;
     while (end < text.length && text.charCodeAt(end) >= 48 && text.charCodeAt(end) <= 57) end++;
-    const sent = BigInt(text.slice(at + 2, end));
-    const latency = Number(now - sent) / 1e6;
+    this.add(BigInt(text.slice(at + 2, end)));
+  }
+
+  /** As `record`, for a message held as bytes `start` to `end` of `buffer`. */
+  recordBytes(buffer, start, end) {
+    const at = buffer.indexOf(T_EQUALS, start);
+    if (at < 0 || at >= end) return;
+    this.add(BigInt(numberAt(buffer, at + 2, end)));
+  }
+
+  add(sent) {
+    const latency = Number(process.hrtime.bigint() - sent) / 1e6;
     if (latency > 1000) this.overOneSecond++;
     if (this.count < this.values.length) this.values[this.count++] = latency;
     else this.overflow++;
@@ -39,7 +49,26 @@ class Recorder {
   }
 }
 
+const T_EQUALS = Buffer.from('t=');
+const SEQ = Buffer.from('"seq":');
+
+/** The decimal number at `from` (up to 2^53: hrtime ns and seqs), without making a string. */
+function numberAt(buffer, from, end) {
+  let value = 0;
+  for (let at = from; at < end && buffer[at] >= 48 && buffer[at] <= 57; at++)
+    value = value * 10 + buffer[at] - 48;
+  return value;
+}
+
+/** The `"seq":` number of a stream message held as bytes. */
+function seqOf(buffer, start, end) {
+  const at = buffer.indexOf(SEQ, start);
+  if (at < 0 || at >= end) return -1;
+  return numberAt(buffer, at + SEQ.length, end);
+}
+
 let streams;
+let idle;
 let listener;
 
 const commands = {
@@ -95,34 +124,50 @@ const commands = {
     }
   },
 
-  /** Opens `clients` streams; resolves once every one is open (101). */
-  async openStreams({ url, headers, clients, capacityPerClient }) {
+  /**
+   * Opens `clients` streams; resolves once every one is open (101). `reader` is `frames` (the
+   * minimal frame reader, which also checks every message's seq is one past the previous) or
+   * `ws` (the ws library's client).
+   */
+  async openStreams({ url, headers, clients, capacityPerClient, reader = 'frames' }) {
     const recorder = new Recorder(clients * capacityPerClient);
-    const sockets = [];
     const counts = new Array(clients).fill(0);
-    const closes = [];
-    await Promise.all(
-      Array.from(
-        { length: clients },
-        (_, index) =>
-          new Promise((opened, failed) => {
-            const ws = new WebSocket(url, { headers, perMessageDeflate: false });
-            sockets.push(ws);
-            ws.on('message', (data) => {
-              counts[index]++;
-              recorder.record(data.toString('latin1'));
-            });
-            ws.once('open', () => opened());
-            ws.once('unexpected-response', (_request, response) =>
-              failed(new Error(`stream upgrade refused with HTTP ${response.statusCode}`)),
-            );
-            ws.once('error', failed);
-            closes.push(new Promise((done) => ws.once('close', (code) => done(code))));
-          }),
-      ),
-    );
-    streams = { recorder, sockets, counts, closes };
-    return { opened: sockets.length };
+    const outOfOrder = new Array(clients).fill(0);
+    const opened = Array.from({ length: clients }, (_, index) => {
+      if (reader === 'frames') {
+        const stream = openFrameStream(url, headers, (buffer, start, end) => {
+          if (seqOf(buffer, start, end) !== counts[index]) outOfOrder[index]++;
+          counts[index]++;
+          recorder.recordBytes(buffer, start, end);
+        });
+        return stream;
+      }
+      const ws = new WebSocket(url, { headers, perMessageDeflate: false });
+      ws.on('message', (data) => {
+        counts[index]++;
+        recorder.record(data.toString('latin1'));
+      });
+      return {
+        terminate: () => ws.terminate(),
+        closed: new Promise((done) => ws.once('close', (code) => done(code))),
+        opened: new Promise((done, failed) => {
+          ws.once('open', () => done());
+          ws.once('unexpected-response', (_request, response) =>
+            failed(new Error(`stream upgrade refused with HTTP ${response.statusCode}`)),
+          );
+          ws.once('error', failed);
+        }),
+      };
+    });
+    await Promise.all(opened.map((s) => s.opened));
+    streams = {
+      recorder,
+      sockets: opened,
+      counts,
+      outOfOrder,
+      closes: opened.map((s) => s.closed),
+    };
+    return { opened: opened.length };
   },
 
   /** Waits until every stream got `expectedPerClient` messages, or `timeoutMs`; returns what arrived. */
@@ -133,6 +178,7 @@ const commands = {
     return {
       ...streams.recorder.summary(),
       received: streams.counts.reduce((a, b) => a + b, 0),
+      outOfOrder: streams.outOfOrder.reduce((a, b) => a + b, 0),
       complete: !behind(),
     };
   },
@@ -143,12 +189,37 @@ const commands = {
       Promise.all(streams.closes),
       delay(timeoutMs).then(() => undefined),
     ]);
-    for (const ws of streams.sockets) ws.terminate();
+    for (const stream of streams.sockets) stream.terminate();
     streams = undefined;
     if (codes === undefined) return { codes: { timeout: 1 } };
     const tally = {};
     for (const code of codes) tally[code] = (tally[code] ?? 0) + 1;
     return { codes: tally };
+  },
+
+  /**
+   * Opens `perUrl` idle streams on each of `urls` (minimal frame reader, 200 upgrades at a time),
+   * adding to those already open; resolves with how many are open.
+   */
+  async openIdleStreams({ urls, headers, perUrl }) {
+    idle ??= [];
+    const wanted = urls.flatMap((url) => Array.from({ length: perUrl }, () => url));
+    for (let i = 0; i < wanted.length; i += 200) {
+      const batch = wanted
+        .slice(i, i + 200)
+        .map((url) => openFrameStream(url, headers, () => undefined));
+      await Promise.all(batch.map((stream) => stream.opened));
+      idle.push(...batch);
+    }
+    return { open: idle.length };
+  },
+
+  /** Hangs up every idle stream. */
+  closeIdleStreams() {
+    for (const stream of idle ?? []) stream.terminate();
+    const closed = idle?.length ?? 0;
+    idle = undefined;
+    return Promise.resolve({ closed });
   },
 
   /** CPU time this process used so far, in ms. */
