@@ -75,6 +75,7 @@ helm-lint: ## helm lint and helm template of charts/kiln with each example value
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
 	node bench/logs.bench.mjs
 	node bench/logs.bench.mjs idle
+	node bench/api.bench.mjs
 	node bench/operator.bench.mjs
 
 .PHONY: soak

@@ -14,7 +14,7 @@
 // OPBENCH_LINES_PER_SECOND (2000), OPBENCH_WINDOW_SECONDS (15). OPBENCH_CPU_PROFILE=dir makes
 // each kiln process write a V8 CPU profile into dir when it stops.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import pg from 'pg';
 import { DEFAULT_JOB_SETTINGS } from '../dist/build-methods/job.js';
@@ -27,6 +27,7 @@ import {
 import { selfCpuMs, startClients } from './support/client-process.mjs';
 import { startKilnProcess, startPostgres } from './support/kiln-process.mjs';
 import { averageBytes, makeLines } from './support/log-lines.mjs';
+import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
 import { delay, int, nowMs, percentile, ratio, verdict } from './support/stats.mjs';
 
 function size(name, fallback) {
@@ -89,30 +90,6 @@ async function until(what, probe, timeoutMs, everyMs = 50) {
     if (nowMs() > deadline) throw new Error(`timed out after ${seconds(timeoutMs)}: ${what}`);
     await delay(everyMs);
   }
-}
-
-/** CPU time (user + system) of a process, in ms, from /proc. */
-async function cpuMsOf(pid) {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in 1/100 s
-}
-
-/** CPU time of the embedded PostgreSQL: the postmaster and its backends, in ms. */
-async function postgresCpuMs(dataDir) {
-  const postmaster = Number(
-    (await readFile(`${dataDir}/data/postgres/postmaster.pid`, 'utf8')).split('\n')[0],
-  );
-  let total = 0;
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (stat === '') continue;
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  }
-  return total;
 }
 
 /** Everything the bench started, closed in reverse order, once, also on failure or ^C. */

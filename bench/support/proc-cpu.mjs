@@ -1,0 +1,30 @@
+// CPU time of processes read from /proc (Linux), for the benches' CPU-per-request figures.
+import { readdir, readFile } from 'node:fs/promises';
+
+/** CPU time (user + system) of a process, in ms, from /proc. */
+export async function cpuMsOf(pid) {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in 1/100 s
+}
+
+/**
+ * CPU time of the embedded PostgreSQL whose directory is `dir` (startPostgres): the postmaster
+ * and its live backends, in ms. A backend that exits takes its time with it, so sample while the
+ * server that owns the connections still runs.
+ */
+export async function postgresCpuMs(dir) {
+  const postmaster = Number(
+    (await readFile(`${dir}/data/postgres/postmaster.pid`, 'utf8')).split('\n')[0],
+  );
+  let total = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (stat === '') continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  }
+  return total;
+}
