@@ -72,11 +72,12 @@ helm-lint: ## helm lint and helm template of charts/kiln with each example value
 	done
 
 .PHONY: bench
-bench: build ## Run the benchmarks (bench/) and print kiln beside baselines.
+bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (about an hour; logscale needs ~26 GB of disk).
 	node bench/logs.bench.mjs
 	node bench/logs.bench.mjs idle
 	node bench/api.bench.mjs
 	node bench/operator.bench.mjs
+	node bench/logscale.bench.mjs
 
 .PHONY: soak
 soak: system-deps build ## Memory soak: 20 local builds of 200,000 lines with subscribers; RSS before, during, after.
