@@ -35,7 +35,7 @@ describe('the kiln admin CLI', () => {
     await database.drop();
   });
 
-  it('creates a tenant, a user, a membership and a project that then work over HTTP', async () => {
+  it('creates a tenant, a user, a membership and a project that then work over HTTP, and removes the membership', async () => {
     const tenant = json(['tenant', 'create', 'acme']);
     const user = json(
       ['user', 'create', '--email', 'Dev@Acme.io', '--password-stdin'],
@@ -77,17 +77,38 @@ describe('the kiln admin CLI', () => {
       }),
     ]);
 
-    const app = await startTestApp({ database });
+    // A long access cache: only the change notification can make the running API see the removal.
+    const app = await startTestApp({ database, env: { KILN_ACCESS_CACHE_TTL_MS: '600000' } });
     try {
       const response = await login(app.baseUrl, 'dev@acme.io', 'a long enough password');
       expect(response.status).toBe(200);
       const { access_token } = await jsonOf(response);
-      const projects = await fetch(`${app.baseUrl}/api/v1/projects`, {
-        headers: { authorization: `Bearer ${access_token}`, 'x-tenant-id': tenant.id },
+      const listProjects = () =>
+        fetch(`${app.baseUrl}/api/v1/projects`, {
+          headers: { authorization: `Bearer ${access_token}`, 'x-tenant-id': tenant.id },
+        });
+      expect(
+        (await jsonOf(await listProjects())).projects.map((p: { id: string }) => p.id),
+      ).toEqual([project.id]);
+
+      expect(json(['member', 'remove', '--tenant', 'acme', '--email', 'dev@acme.io'])).toEqual({
+        tenant: 'acme',
+        email: 'dev@acme.io',
+        removed: true,
       });
-      expect((await jsonOf(projects)).projects.map((p: { id: string }) => p.id)).toEqual([
-        project.id,
-      ]);
+      const deadline = Date.now() + 20_000;
+      let status = (await listProjects()).status;
+      while (status === 200 && Date.now() < deadline) {
+        await new Promise((done) => setTimeout(done, 50));
+        status = (await listProjects()).status;
+      }
+      expect(status).toBe(403);
+      expect(
+        kiln(['member', 'remove', '--tenant', 'acme', '--email', 'dev@acme.io']),
+      ).toMatchObject({
+        status: 1,
+        stderr: expect.stringContaining('not a member'),
+      });
     } finally {
       await app.close();
     }

@@ -112,6 +112,23 @@ describe('access token headers and subjects (RFC 8725; AUTHN-03/04)', () => {
       return { id: user.id, token: access_token };
     }
 
+    /**
+     * The answer to `token` once it is no longer 200. The statements below are written as the CLI
+     * or psql would, so each replica learns of them from Postgres's notification, a moment after
+     * the commit (docs/adr/0025-hot-path-round-trips.md).
+     */
+    async function onceRefused(
+      token: string,
+      headers: Record<string, string> = headersOf(token),
+    ): Promise<Response> {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const response = await fetch(`${kiln.baseUrl}/api/v1/projects`, { headers });
+        if (response.status !== 200 || Date.now() > deadline) return response;
+        await new Promise((done) => setTimeout(done, 20));
+      }
+    }
+
     it.each([
       ['deleted', 'DELETE FROM users WHERE id = $1'],
       ['disabled', 'UPDATE users SET disabled = true WHERE id = $1'],
@@ -122,7 +139,7 @@ describe('access token headers and subjects (RFC 8725; AUTHN-03/04)', () => {
         expect((await http(token)).status).toBe(200);
 
         await kiln.dataSource.query(statement, [id]);
-        const response = await http(token);
+        const response = await onceRefused(token);
 
         expect(response.status).toBe(401);
         expect(await jsonOf(response)).toMatchObject({ code: 'UNAUTHORIZED' });
@@ -134,9 +151,7 @@ describe('access token headers and subjects (RFC 8725; AUTHN-03/04)', () => {
       const { id, token } = await memberToken();
       await kiln.dataSource.query('DELETE FROM users WHERE id = $1', [id]);
 
-      const response = await fetch(`${kiln.baseUrl}/api/v1/projects`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
+      const response = await onceRefused(token, { authorization: `Bearer ${token}` });
 
       expect(response.status).toBe(401);
     });

@@ -10,7 +10,8 @@ import type { AuthenticatedUser, KilnRequest } from './tenant-context.js';
 
 /**
  * The global guard. In order: a route must be @Public or declare a permission (default deny);
- * a valid bearer token (passport-jwt, JwtStrategy) whose user still exists and is enabled (401);
+ * a valid bearer token (verified by ApiRateLimitMiddleware on /api/v1, else passport-jwt's
+ * JwtStrategy) whose user still exists and is enabled (401);
  * an X-Tenant-ID that is a non-nil UUID (400); membership of that tenant (403); the route's
  * permission in the member's role (403). Rate limits are counted before it, by
  * ApiRateLimitMiddleware.
@@ -35,7 +36,9 @@ export class AuthGuard extends PassportAuthGuard('jwt') {
     );
     if (permission === undefined) throw new ForbiddenError('This route declares no permission');
 
-    await super.canActivate(context);
+    // On /api/v1 ApiRateLimitMiddleware has verified the token with the same key and rules and
+    // set the user; passport checks the others, and words the 401 of a missing or refused token.
+    if (request.user === undefined) await super.canActivate(context);
     request.tenant = await this.authorizer.authorize(
       request.user!.userId,
       request.headers['x-tenant-id'],

@@ -5,6 +5,7 @@ import { JwtService } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { KilnConfig } from '../config/config.js';
 import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
+import { AccessCache } from './access-cache.js';
 import { ApiRateLimitMiddleware } from './api-rate-limit.middleware.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
@@ -51,6 +52,7 @@ const keyProvider = {
         }),
     },
     AuthService,
+    AccessCache,
     Authorizer,
     TokenService,
     JwtStrategy,

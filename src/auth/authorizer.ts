@@ -4,8 +4,8 @@ import type { Algorithm } from 'jsonwebtoken';
 import { ForbiddenError, InvalidRequestError, UnauthorizedError } from '../common/errors.js';
 import { isUuid, NIL_UUID } from '../config/formats.js';
 import { KilnConfig } from '../config/config.js';
+import { AccessCache } from './access-cache.js';
 import { JWT_ALGORITHM, JWT_CLOCK_TOLERANCE_SECONDS } from './jwt.constants.js';
-import { MembershipsRepository } from './memberships.repository.js';
 import { type Permission, permissionsOf } from './permissions.js';
 import type { TenantContext } from './tenant-context.js';
 
@@ -87,7 +87,7 @@ export function bearerTokenOf(authorization: string | undefined): string | undef
 export class Authorizer {
   constructor(
     private readonly jwt: JwtService,
-    private readonly memberships: MembershipsRepository,
+    private readonly access: AccessCache,
     private readonly config: KilnConfig,
   ) {}
 
@@ -107,9 +107,10 @@ export class Authorizer {
   }
 
   /**
-   * For the user of a verified token, in one query: the user must still exist and be enabled
-   * (else 401: the token no longer names anyone), the X-Tenant-ID must be a non-nil UUID (400),
-   * the user a member of that tenant (403), and the member's role must grant the permission (403).
+   * For the user of a verified token, in one query (none while AccessCache holds the answer): the
+   * user must still exist and be enabled (else 401: the token no longer names anyone), the
+   * X-Tenant-ID must be a non-nil UUID (400), the user a member of that tenant (403), and the
+   * member's role must grant the permission (403).
    */
   async authorize(
     userId: string,
@@ -117,7 +118,7 @@ export class Authorizer {
     permission: Permission,
   ): Promise<TenantContext> {
     const tenant = tenantIdOf(rawTenantId);
-    const access = await this.memberships.accessOf(
+    const access = await this.access.accessOf(
       userId,
       tenant instanceof InvalidRequestError ? null : tenant,
     );

@@ -3,6 +3,9 @@ import { DataSource, type Repository } from 'typeorm';
 import { MembershipEntity } from './membership.entity.js';
 import type { Role } from './permissions.js';
 
+/** Whether a user may act at all (undefined: deleted or disabled) and its role in one tenant. */
+export type UserAccess = { readonly role: Role | null } | undefined;
+
 @Injectable()
 export class MembershipsRepository {
   private readonly memberships: Repository<MembershipEntity>;
@@ -17,14 +20,17 @@ export class MembershipsRepository {
     return this.memberships.findOneByOrFail({ tenantId, userId });
   }
 
+  /** Removes the user from the tenant; false when it was not a member. */
+  async remove(tenantId: string, userId: string): Promise<boolean> {
+    const result = await this.memberships.delete({ tenantId, userId });
+    return (result.affected ?? 0) > 0;
+  }
+
   /**
    * Whether the user exists and is enabled (undefined when not), and if so its role in the tenant
    * (null for a non-member or when no tenant is given): one query for both checks.
    */
-  async accessOf(
-    userId: string,
-    tenantId: string | null,
-  ): Promise<{ readonly role: Role | null } | undefined> {
+  async accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
     const rows = await this.dataSource.query<Array<{ role: Role | null }>>(
       `SELECT m.role FROM users u
          LEFT JOIN memberships m ON m.user_id = u.id AND m.tenant_id = $2

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AccessChanges } from './access-changes.js';
 import { BootstrapRepository } from './bootstrap.repository.js';
 import { MembershipEntity } from './membership.entity.js';
 import { MembershipsRepository } from './memberships.repository.js';
@@ -21,6 +22,7 @@ export const TENANCY_ENTITIES = [TenantEntity, UserEntity, MembershipEntity];
     BootstrapRepository,
     PasswordHasher,
     TenancyService,
+    AccessChanges,
   ],
   exports: [
     TenantsRepository,
@@ -28,6 +30,7 @@ export const TENANCY_ENTITIES = [TenantEntity, UserEntity, MembershipEntity];
     MembershipsRepository,
     PasswordHasher,
     TenancyService,
+    AccessChanges,
   ],
 })
 export class TenancyModule {}

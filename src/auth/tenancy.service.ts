@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { InvalidRequestError, NotFoundError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig, MIN_PASSWORD_LENGTH } from '../config/config.js';
+import { AccessChanges } from './access-changes.js';
 import { BootstrapRepository } from './bootstrap.repository.js';
 import type { MembershipEntity } from './membership.entity.js';
 import { MembershipsRepository } from './memberships.repository.js';
@@ -23,6 +24,7 @@ export class TenancyService implements OnApplicationBootstrap {
     private readonly memberships: MembershipsRepository,
     private readonly bootstrap: BootstrapRepository,
     private readonly hasher: PasswordHasher,
+    private readonly changes: AccessChanges,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -60,9 +62,25 @@ export class TenancyService implements OnApplicationBootstrap {
       });
     }
     const tenant = await this.resolveTenant(tenantRef);
+    const user = await this.userByEmail(email);
+    const membership = await this.memberships.upsert(tenant.id, user.id, role);
+    this.changes.changed(user.id);
+    return membership;
+  }
+
+  /** Takes the user out of the tenant: its next request there is 403 on this replica at once. */
+  async removeMember(tenantRef: string, email: string): Promise<void> {
+    const tenant = await this.resolveTenant(tenantRef);
+    const user = await this.userByEmail(email);
+    if (!(await this.memberships.remove(tenant.id, user.id)))
+      throw new NotFoundError(`${user.email} is not a member of tenant ${tenant.name}`);
+    this.changes.changed(user.id);
+  }
+
+  private async userByEmail(email: string): Promise<UserEntity> {
     const user = await this.users.findByEmail(email.trim().toLowerCase());
     if (user === undefined) throw new NotFoundError(`No user with e-mail ${email}`);
-    return this.memberships.upsert(tenant.id, user.id, role);
+    return user;
   }
 
   /** A tenant by id or by name. */

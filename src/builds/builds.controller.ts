@@ -108,13 +108,13 @@ export class BuildsController {
     @CurrentTenant() tenant: TenantContext,
     @Query() query: ListBuildsQueryDto,
   ): Promise<BuildListDto> {
-    const { builds, total } = await this.builds.list(tenant, query);
+    const { builds, total, hasMore } = await this.builds.list(tenant, query);
     return {
       builds: builds.map(toBuildResponse),
       total_count: total,
       page: query.page,
       limit: query.limit,
-      has_more: query.page * query.limit < total,
+      has_more: hasMore,
     };
   }
 

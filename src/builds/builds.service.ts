@@ -10,7 +10,7 @@ import { SecretSealer } from '../secrets/secret-sealer.js';
 import { KilnConfig } from '../config/config.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import type { NewBuild } from '../lifecycle/builds.repository.js';
+import type { BuildPage, NewBuild } from '../lifecycle/builds.repository.js';
 import { ProjectsRepository } from '../projects/projects.repository.js';
 import { BuildRunner } from '../runners/build-runner.js';
 import type { CreateBuildRequest } from './dto/create-build.dto.js';
@@ -99,10 +99,7 @@ export class BuildsService {
     return this.lifecycle.get(tenant.tenantId, id);
   }
 
-  list(
-    tenant: TenantContext,
-    query: ListBuildsQueryDto,
-  ): Promise<{ builds: BuildEntity[]; total: number }> {
+  list(tenant: TenantContext, query: ListBuildsQueryDto): Promise<BuildPage> {
     return this.lifecycle.list({
       tenantId: tenant.tenantId,
       status: query.status,

@@ -69,6 +69,15 @@ export async function runCommand(
         json: { tenant_id: membership.tenantId, user_id: membership.userId, role: membership.role },
       };
     }
+    case 'member remove': {
+      const tenant = required(flags, 'tenant');
+      const email = required(flags, 'email');
+      await services.tenancy.removeMember(tenant, email);
+      return {
+        text: `${email} is no longer a member of tenant ${tenant}`,
+        json: { tenant, email, removed: true },
+      };
+    }
     case 'project create': {
       const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
       const repo = flags['repo'];

@@ -23,6 +23,8 @@ Commands:
   user create --email <e-mail> --password-stdin    Create a user; the password is read from stdin.
   member add --tenant <id|name> --email <e-mail> --role <admin|developer|viewer>
                                                    Add a user to a tenant, or change their role.
+  member remove --tenant <id|name> --email <e-mail>
+                                                   Take a user out of a tenant.
   project create --tenant <id|name> --name <name> [--repo <git URL>] [--registry <host[:port][/path]>]
                                                    Create a project; --registry is where builds
                                                    that name no repository push their images.

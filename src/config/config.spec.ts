@@ -168,6 +168,19 @@ describe(loadConfig.name, () => {
     expect(loadConfig({ KILN_DATA_DIR: '/var/lib/kiln' }, cwd, home).dataDir).toBe('/var/lib/kiln');
   });
 
+  it('reads KILN_LIST_EXACT_COUNT_LIMIT from 0 to 1,000,000, 10,000 by default', () => {
+    const limit = (value?: string) =>
+      loadConfig(value === undefined ? {} : { KILN_LIST_EXACT_COUNT_LIMIT: value }, cwd, home)
+        .listExactCountLimit;
+
+    expect([limit(), limit('0'), limit('1000000')]).toEqual([10_000, 0, 1_000_000]);
+    for (const bad of ['1000001', '-1', 'many']) {
+      expect(problemsOf({ KILN_LIST_EXACT_COUNT_LIMIT: bad })).toEqual([
+        'KILN_LIST_EXACT_COUNT_LIMIT',
+      ]);
+    }
+  });
+
   it('accepts a postgres DATABASE_URL', () => {
     const url = 'postgres://kiln:pw@db.internal:5432/kiln';
     expect(loadConfig({ DATABASE_URL: url }, cwd, home).databaseUrl).toBe(url);

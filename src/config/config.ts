@@ -83,9 +83,27 @@ export class KilnConfig {
   readonly rateLimitReads!: number;
   readonly rateLimitWrites!: number;
   readonly rateLimitWindowSeconds!: number;
+  /**
+   * How often each API replica writes the requests it counted and reads back every replica's
+   * totals (KILN_RATE_LIMIT_FLUSH_MS): the bound on how far replicas together overshoot a limit.
+   */
+  readonly rateLimitFlushMs!: number;
+  /** Callers one replica counts in memory per window; callers past it cost one upsert a request. */
+  readonly rateLimitMaxKeys!: number;
+  /**
+   * How long a user's access to a tenant (enabled, member, role) is reused without a query
+   * (KILN_ACCESS_CACHE_TTL_MS; 0 reads it on every request): the bound on its staleness when a
+   * change notification is lost (docs/adr/0025-hot-path-round-trips.md).
+   */
+  readonly accessCacheTtlMs!: number;
   readonly loginWindowSeconds!: number;
   /** Largest build log kiln stores; past it a marker line says the rest was dropped. */
   readonly logMaxBytesPerBuild!: number;
+  /**
+   * GET /builds counts matching builds exactly up to this many; past it total_count is the
+   * planner's estimate (docs/adr/0023-list-counts-and-build-numbers.md).
+   */
+  readonly listExactCountLimit!: number;
   /** Browser origins allowed to open the log WebSocket; empty: none (non-browser clients send no Origin). */
   readonly wsAllowedOrigins!: readonly string[];
   readonly wsMaxConnectionsPerUser!: number;
@@ -171,6 +189,8 @@ export interface OperatorRuntimeSettings {
 export type Env = Readonly<Record<string, string | undefined>>;
 
 const MIN_JWT_SECRET_BYTES = 32;
+/** KILN_LIST_EXACT_COUNT_LIMIT's default: counting that many index entries takes a few ms. */
+export const DEFAULT_LIST_EXACT_COUNT_LIMIT = 10_000;
 export const MIN_PASSWORD_LENGTH = 12;
 
 /**
@@ -358,11 +378,20 @@ export function loadConfig(
   const rateLimitReads = integer('KILN_RATE_LIMIT_READS', 600, 0, 1_000_000);
   const rateLimitWrites = integer('KILN_RATE_LIMIT_WRITES', 60, 0, 1_000_000);
   const rateLimitWindowSeconds = integer('KILN_RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600);
+  const rateLimitFlushMs = integer('KILN_RATE_LIMIT_FLUSH_MS', 100, 10, 600_000);
+  const rateLimitMaxKeys = integer('KILN_RATE_LIMIT_MAX_KEYS', 50_000, 1, 10_000_000);
+  const accessCacheTtlMs = integer('KILN_ACCESS_CACHE_TTL_MS', 5000, 0, 600_000);
   const logMaxBytesPerBuild = integer(
     'KILN_LOG_MAX_BYTES_PER_BUILD',
     100 * 1024 * 1024,
     1024,
     10 * 1024 ** 3,
+  );
+  const listExactCountLimit = integer(
+    'KILN_LIST_EXACT_COUNT_LIMIT',
+    DEFAULT_LIST_EXACT_COUNT_LIMIT,
+    0,
+    1_000_000,
   );
   const wsMaxConnectionsPerUser = integer('KILN_WS_MAX_CONNECTIONS_PER_USER', 20, 1, 10_000);
   const wsHeartbeatMs = integer('KILN_WS_HEARTBEAT_SECONDS', 30, 1, 3600) * 1000;
@@ -449,7 +478,11 @@ export function loadConfig(
     rateLimitReads,
     rateLimitWrites,
     rateLimitWindowSeconds,
+    rateLimitFlushMs,
+    rateLimitMaxKeys,
+    accessCacheTtlMs,
     logMaxBytesPerBuild,
+    listExactCountLimit,
     wsAllowedOrigins,
     wsMaxConnectionsPerUser,
     wsHeartbeatMs,

@@ -8,3 +8,10 @@ export const LOG_CHANNEL = 'kiln_build_logs';
 
 /** A build's status changed: payload `<build id>:<status>`. */
 export const STATUS_CHANNEL = 'kiln_build_status';
+
+/**
+ * What decides a user's access changed (a membership, the user's `disabled` flag, the user row),
+ * announced by triggers so that writes from any process count: payload `<user id>`, or `*` for
+ * every user (a TRUNCATE).
+ */
+export const ACCESS_CHANNEL = 'kiln_access';

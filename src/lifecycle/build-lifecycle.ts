@@ -11,6 +11,7 @@ import {
 } from './build-state.js';
 import {
   type BuildListQuery,
+  type BuildPage,
   BuildsRepository,
   type NewBuild,
   type TransitionChanges,
@@ -115,7 +116,7 @@ export class BuildLifecycle {
     return this.builds.findActiveOfReplacedResource(namespace, name, uid);
   }
 
-  list(query: BuildListQuery): Promise<{ builds: BuildEntity[]; total: number }> {
+  list(query: BuildListQuery): Promise<BuildPage> {
     return this.builds.list(query);
   }
 

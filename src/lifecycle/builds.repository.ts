@@ -1,5 +1,6 @@
-import { Injectable } from '@nestjs/common';
-import { DataSource, type EntityManager, type Repository } from 'typeorm';
+import { Injectable, Optional } from '@nestjs/common';
+import { DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
+import { DEFAULT_LIST_EXACT_COUNT_LIMIT, KilnConfig } from '../config/config.js';
 import { STATUS_CHANNEL } from '../database/channels.js';
 import type { BuildSpec } from '../build-methods/build-spec.js';
 import type { PushedImages } from '../steps/pushed-image.js';
@@ -35,6 +36,19 @@ export interface BuildListQuery {
   readonly limit: number;
 }
 
+/** One page of a build list. */
+export interface BuildPage {
+  readonly builds: BuildEntity[];
+  /**
+   * How many builds match. Exact while at most KILN_LIST_EXACT_COUNT_LIMIT do, and whenever this
+   * page reaches the last one; past the limit the planner's estimate, never below the limit + 1.
+   * Never contradicts the page: at least one more than the rows up to its end when hasMore.
+   */
+  readonly total: number;
+  /** Exact: another build follows this page (one row was read past it). */
+  readonly hasMore: boolean;
+}
+
 /** Columns a transition may set besides status. */
 export interface TransitionChanges {
   readonly startedAt?: 'now' | null;
@@ -55,10 +69,12 @@ export type InsertOutcome =
   | { kind: 'active-retry' }
   | { kind: 'idempotency-clash' };
 
-function uniqueViolationConstraint(error: unknown): string | undefined {
+/** The constraint a unique (23505) or foreign-key (23503) violation names. */
+function violatedConstraint(error: unknown): string | undefined {
   const driverError = (error as { driverError?: { code?: unknown; constraint?: unknown } })
     .driverError;
-  return driverError?.code === '23505' && typeof driverError.constraint === 'string'
+  return (driverError?.code === '23505' || driverError?.code === '23503') &&
+    typeof driverError.constraint === 'string'
     ? driverError.constraint
     : undefined;
 }
@@ -72,61 +88,81 @@ const SORT_COLUMNS: Readonly<Record<BuildSortKey, string>> = {
 @Injectable()
 export class BuildsRepository {
   private readonly builds: Repository<BuildEntity>;
+  private readonly exactCountLimit: number;
 
-  constructor(private readonly dataSource: DataSource) {
+  /** Without a KilnConfig (medium tests build the repository by hand) the default limit holds. */
+  constructor(
+    private readonly dataSource: DataSource,
+    @Optional() config?: KilnConfig,
+  ) {
     this.builds = dataSource.getRepository(BuildEntity);
+    this.exactCountLimit = config?.listExactCountLimit ?? DEFAULT_LIST_EXACT_COUNT_LIMIT;
   }
 
   /**
-   * Allocates the project's next build number and inserts the build in one transaction: a failed
-   * insert (duplicate, idempotency clash) rolls the number back, so numbers have no gaps.
+   * Takes the project's next build number, then inserts the build. The number is taken in a
+   * statement of its own, so the project's row is locked only while that statement runs and
+   * concurrent creates in one project queue for no longer. A refused insert (duplicate,
+   * idempotency clash, active retry) leaves its number unused for good: numbers are never reused
+   * and may have gaps (docs/adr/0023-list-counts-and-build-numbers.md).
    */
   async insert(build: NewBuild): Promise<InsertOutcome> {
+    const number = await this.allocateNumber(build.tenantId, build.projectId);
+    if (number === undefined) return { kind: 'project-missing' };
     try {
-      return await this.dataSource.transaction(async (manager) => {
-        const number = await this.allocateNumber(manager, build.tenantId, build.projectId);
-        if (number === undefined) return { kind: 'project-missing' as const };
-        const repo = manager.getRepository(BuildEntity);
-        const saved = await repo.save(
-          repo.create({
-            tenantId: build.tenantId,
-            projectId: build.projectId,
-            buildNumber: number,
-            status: 'queued',
-            gitBranch: build.gitBranch,
-            gitCommit: build.gitCommit,
-            gitAuthorName: build.gitAuthorName ?? null,
-            gitAuthorEmail: build.gitAuthorEmail ?? null,
-            method: build.method,
-            config: build.config,
-            spec: build.spec,
-            retryOf: build.retryOf ?? null,
-            idempotencyKey: build.idempotencyKey ?? null,
-            requestHash: build.requestHash ?? null,
-            createdBy: build.createdBy ?? null,
-            imageDigest: null,
-            images: [],
-          }),
-        );
-        return { kind: 'created' as const, build: saved };
-      });
+      const saved = await this.builds.save(
+        this.builds.create({
+          tenantId: build.tenantId,
+          projectId: build.projectId,
+          buildNumber: number,
+          status: 'queued',
+          gitBranch: build.gitBranch,
+          gitCommit: build.gitCommit,
+          gitAuthorName: build.gitAuthorName ?? null,
+          gitAuthorEmail: build.gitAuthorEmail ?? null,
+          method: build.method,
+          config: build.config,
+          spec: build.spec,
+          retryOf: build.retryOf ?? null,
+          idempotencyKey: build.idempotencyKey ?? null,
+          requestHash: build.requestHash ?? null,
+          createdBy: build.createdBy ?? null,
+          imageDigest: null,
+          images: [],
+        }),
+        // One INSERT is atomic on its own.
+        { transaction: false },
+      );
+      return { kind: 'created', build: saved };
     } catch (error) {
-      const constraint = uniqueViolationConstraint(error);
-      if (constraint === 'builds_active_duplicate_key') return { kind: 'duplicate' };
-      if (constraint === 'builds_active_retry_key') return { kind: 'active-retry' };
-      if (constraint === 'builds_idempotency_key') return { kind: 'idempotency-clash' };
-      throw error;
+      switch (violatedConstraint(error)) {
+        case 'builds_active_duplicate_key':
+          return { kind: 'duplicate' };
+        case 'builds_active_retry_key':
+          return { kind: 'active-retry' };
+        case 'builds_idempotency_key':
+          return { kind: 'idempotency-clash' };
+        // The project was deleted after its number was taken.
+        case 'builds_tenant_id_project_id_fkey':
+          return { kind: 'project-missing' };
+        default:
+          throw error;
+      }
     }
   }
 
-  private async allocateNumber(
-    manager: EntityManager,
-    tenantId: string,
-    projectId: string,
-  ): Promise<number | undefined> {
+  /**
+   * The project's next number, undefined when the tenant has no such project. The statement
+   * commits without waiting for its WAL flush (synchronous_commit off for this transaction only),
+   * so the row lock is released as soon as the update is done. This is safe: a crash can lose
+   * the increment only while no build holding the number is durable, because a build's own
+   * commit flushes the WAL up to and including the increment that came before it.
+   */
+  private async allocateNumber(tenantId: string, projectId: string): Promise<number | undefined> {
     // TypeORM answers an UPDATE with [rows, affected].
-    const [rows] = await manager.query<[Array<{ number: number }>, number]>(
+    const [rows] = await this.dataSource.query<[Array<{ number: number }>, number]>(
       `UPDATE projects SET next_build_number = next_build_number + 1, updated_at = now()
+         FROM (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
         WHERE id = $1 AND tenant_id = $2 RETURNING next_build_number - 1 AS number`,
       [projectId, tenantId],
     );
@@ -194,22 +230,81 @@ export class BuildsRepository {
     );
   }
 
-  async list(query: BuildListQuery): Promise<{ builds: BuildEntity[]; total: number }> {
+  /**
+   * One page, read with one row past it so hasMore is exact whatever total says, and the total
+   * (BuildPage.total), counted only when the page does not settle it.
+   */
+  async list(query: BuildListQuery): Promise<BuildPage> {
+    const order = query.sortOrder === 'asc' ? 'ASC' : 'DESC';
+    const page = this.matching(query).orderBy(SORT_COLUMNS[query.sortBy], order);
+    // One project's builds by number: numbers do not tie within a project, and the unique
+    // (tenant_id, project_id, build_number) key, which has no id to order by, is the index.
+    const oneProjectByNumber =
+      query.sortBy === 'build_number' &&
+      query.projectId !== undefined &&
+      query.status === undefined;
+    if (!oneProjectByNumber) page.addOrderBy('b.id', order);
+    const rows = await page
+      .offset(query.offset)
+      .limit(query.limit + 1)
+      .getMany();
+    const hasMore = rows.length > query.limit;
+    const builds = rows.slice(0, query.limit);
+    return { builds, hasMore, total: await this.total(query, builds.length, hasMore) };
+  }
+
+  /** The builds the query's filters select, unordered. */
+  private matching(query: BuildListQuery): SelectQueryBuilder<BuildEntity> {
     const qb = this.builds.createQueryBuilder('b').where('b.tenant_id = :tenantId', {
       tenantId: query.tenantId,
     });
     if (query.status !== undefined) qb.andWhere('b.status = :status', { status: query.status });
     if (query.projectId !== undefined) {
       qb.andWhere('b.project_id = :projectId', { projectId: query.projectId });
+      // Another tenant's project matches nothing. The planner takes every project to be in the
+      // tenant asked for and may read the tenant's builds looking for it; this check, made once
+      // before the scan, ends such a read before it starts.
+      qb.andWhere(
+        'EXISTS (SELECT 1 FROM projects p WHERE p.id = :projectId AND p.tenant_id = :tenantId)',
+      );
     }
-    const order = query.sortOrder === 'asc' ? 'ASC' : 'DESC';
-    const [builds, total] = await qb
-      .orderBy(SORT_COLUMNS[query.sortBy], order)
-      .addOrderBy('b.id', order)
-      .offset(query.offset)
-      .limit(query.limit)
-      .getManyAndCount();
-    return { builds, total };
+    return qb;
+  }
+
+  /**
+   * BuildPage.total for a page of `shown` rows. A page that reaches the last match (or an empty
+   * first page) gives it exactly. Otherwise up to exactCountLimit + 1 matches are counted, which
+   * costs a few milliseconds where count(*) over a million builds costs hundreds; past the limit
+   * the planner's estimate stands in.
+   */
+  private async total(query: BuildListQuery, shown: number, hasMore: boolean): Promise<number> {
+    const seen = query.offset + shown;
+    if (!hasMore && (shown > 0 || query.offset === 0)) return seen;
+    const counted = await this.countUpTo(query, this.exactCountLimit + 1);
+    const total =
+      counted <= this.exactCountLimit ? counted : Math.max(counted, await this.estimate(query));
+    // The count sees a later snapshot than the page did: builds created or deleted in between
+    // must not make the two disagree. An empty page past the end says at most `offset` match.
+    return hasMore ? Math.max(total, seen + 1) : Math.min(total, query.offset);
+  }
+
+  /** How many builds match, counting no further than `cap`. */
+  private async countUpTo(query: BuildListQuery, cap: number): Promise<number> {
+    const [sql, parameters] = this.matching(query).select('1').limit(cap).getQueryAndParameters();
+    const [row] = await this.dataSource.query<Array<{ n: number }>>(
+      `SELECT count(*)::int AS n FROM (${sql}) AS capped`,
+      parameters,
+    );
+    return row?.n ?? 0;
+  }
+
+  /** The planner's estimate of how many builds match, from the table's statistics. */
+  private async estimate(query: BuildListQuery): Promise<number> {
+    const [sql, parameters] = this.matching(query).select('1').getQueryAndParameters();
+    const [row] = await this.dataSource.query<
+      Array<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>
+    >(`EXPLAIN (FORMAT JSON) ${sql}`, parameters);
+    return Math.round(row?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0);
   }
 
   /**

@@ -47,10 +47,18 @@ export class WizardBuildEnvelopeDto {
 /** Spec 2.2. */
 export class BuildListDto {
   @ApiProperty({ type: [BuildDto] }) builds!: BuildDto[];
-  @ApiProperty() total_count!: number;
+  @ApiProperty({
+    minimum: 0,
+    description:
+      'Builds matching the filters. Exact while at most KILN_LIST_EXACT_COUNT_LIMIT (10,000 by default) match, and on the last page; past that the database planner’s estimate, never below the limit + 1. It never contradicts the page: when has_more is true it exceeds the builds up to this page’s end. Page through with has_more, which is always exact.',
+  })
+  total_count!: number;
   @ApiProperty({ minimum: 1 }) page!: number;
   @ApiProperty({ minimum: 1, maximum: 100 }) limit!: number;
-  @ApiProperty() has_more!: boolean;
+  @ApiProperty({
+    description: 'True when another build follows this page (exact, whatever total_count says)',
+  })
+  has_more!: boolean;
 }
 
 export class BuildProgressDto {

@@ -11,6 +11,8 @@ import { BuildLogCounters1764374400000 } from './1764374400000-build-log-counter
 import { ImagePullFailed1764460800000 } from './1764460800000-image-pull-failed.js';
 import { LogFollowerClaim1764547200000 } from './1764547200000-log-follower-claim.js';
 import { BuildArtifacts1764633600000 } from './1764633600000-build-artifacts.js';
+import { BuildListIndexes1764806400000 } from './1764806400000-build-list-indexes.js';
+import { AccessNotifications1764892800000 } from './1764892800000-access-notifications.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -29,4 +31,6 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   LogFollowerClaim1764547200000,
   BuildArtifacts1764633600000,
   SecretManagersAndRegistries1764720000000,
+  BuildListIndexes1764806400000,
+  AccessNotifications1764892800000,
 ];
