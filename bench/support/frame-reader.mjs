@@ -9,7 +9,8 @@ import net from 'node:net';
 const CRLF2 = Buffer.from('\r\n\r\n');
 
 /**
- * Opens one stream. `onText(buffer, start, end)` gets each text message's payload range;
+ * Opens one stream. `onText(buffer, start, end, receivedNs)` gets each text message's payload
+ * range and when the bytes that completed it arrived (hrtime ns as a Number, read once per read);
  * resolves once the server answered 101, rejects on any other answer. `closed` resolves with the
  * close code the server sent (1006 when the connection ended without one).
  */
@@ -18,6 +19,7 @@ export function openFrameStream(url, headers, onText) {
   const socket = net.connect(Number(target.port), target.hostname);
   socket.setNoDelay(true);
   let closeCode = 1006;
+  let receivedNs = 0;
   let settleClosed;
   const closed = new Promise((done) => (settleClosed = done));
   socket.on('close', () => settleClosed(closeCode));
@@ -39,6 +41,7 @@ export function openFrameStream(url, headers, onText) {
     let pending = Buffer.alloc(0);
     let upgraded = false;
     socket.on('data', (chunk) => {
+      receivedNs = Number(process.hrtime.bigint());
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       if (!upgraded) {
         const end = pending.indexOf(CRLF2);
@@ -78,7 +81,7 @@ export function openFrameStream(url, headers, onText) {
       if (bytes.length - at < header + size) break;
       const start = at + header;
       const end = start + size;
-      if (opcode === 0x1) onText(bytes, start, end);
+      if (opcode === 0x1) onText(bytes, start, end, receivedNs);
       else if (opcode === 0x8) {
         closeCode = size >= 2 ? bytes.readUInt16BE(start) : 1005;
         // Echo the close (masked with a zero key, as a client must mask) and hang up.

@@ -140,10 +140,21 @@ export async function startKilnOn(postgres, database, dir, env = {}) {
     const project = await app
       .get(ProjectsService)
       .create(tenant.id, 'bench', 'https://git.example.com/bench/app.git');
-    const { access_token: token } = await app.get(TokenService).issue(user.id);
+    const tokens = app.get(TokenService);
+    const { access_token: token } = await tokens.issue(user.id);
 
     const baseUrl = `http://127.0.0.1:${port}`;
     const headers = { authorization: `Bearer ${token}`, 'x-tenant-id': tenant.id };
+    // The fill outlasts an access token: a fresh one every 5 minutes, in the object every
+    // caller holds (the client process gets a copy with each call).
+    const renewal = setInterval(() => {
+      tokens.issue(user.id).then(
+        ({ access_token: fresh }) => (headers.authorization = `Bearer ${fresh}`),
+        () => undefined,
+      );
+    }, 5 * 60_000);
+    renewal.unref();
+    closers.push(async () => clearInterval(renewal));
     const call = (method, path, body) => request(baseUrl, headers, method, path, body);
     let branch = 0;
     return {
