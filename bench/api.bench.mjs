@@ -13,7 +13,7 @@
 // `node bench/api.bench.mjs [get] [list] [create]` runs some sections (after `npm run build`).
 // API_BENCH_SECONDS (10) is the length of each measurement, API_BENCH_LIST_BUILDS (1000000) the
 // size of the big tenant; API_BENCH_CPU_PROFILE=dir makes kiln write a V8 CPU profile of the get
-// section there, summarised by function and by package.
+// and create sections there, summarised by function and by package.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -421,11 +421,12 @@ async function create(bench) {
     const runs = {};
     for (const which of ['kiln', 'bare']) {
       const branch = `bench-${which}-${projectIds.length}`;
-      const run = await measure(bench, which, {
-        path: '/api/v1/builds',
-        tenantId: bench.tenantId,
-        create: { projectIds, branch },
-      });
+      const run = await measure(
+        bench,
+        which,
+        { path: '/api/v1/builds', tenantId: bench.tenantId, create: { projectIds, branch } },
+        { profile: which === 'kiln' && PROFILE_DIR !== undefined },
+      );
       const { rows } = await bench.raw.query(
         `SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'queued')::int AS queued
            FROM builds WHERE tenant_id = $1 AND git_branch = $2`,
@@ -448,6 +449,7 @@ async function create(bench) {
         `were in flight when a run stopped)`,
     );
     describe(kiln, bare);
+    if (kiln.profile !== undefined) printProfile(kiln.profile);
   }
   console.log(`  ${seconds(nowMs() - began)}`);
 }
