@@ -115,7 +115,8 @@ export async function startKiln(env = {}, { runner = 'bench' } = {}) {
   }
 }
 
-async function request(baseUrl, headers, method, path, body) {
+/** One /api/v1 call; its JSON answer (undefined when empty), or an error naming the status. */
+export async function request(baseUrl, headers, method, path, body) {
   const response = await fetch(`${baseUrl}/api/v1${path}`, {
     method,
     headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -123,5 +124,5 @@ async function request(baseUrl, headers, method, path, body) {
   });
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path} gave ${response.status}: ${text}`);
-  return JSON.parse(text);
+  return text === '' ? undefined : JSON.parse(text);
 }

@@ -27,19 +27,22 @@ export async function untilNoClients(url) {
   }
 }
 
-/** A bench killed with SIGKILL never cleans up: stop its server and drop its directory. */
-export async function removeLeftoversOfKilledRuns() {
-  for (const entry of await readdir(ROOT)) {
-    if (!entry.startsWith(PREFIX)) continue;
-    const pid = Number(entry.slice(PREFIX.length).split('-')[0]);
+/**
+ * A bench killed with SIGKILL never cleans up: stop its server and drop its directory. `root`
+ * and `prefix` name where the bench keeps its runs (the logscale bench keeps them on disk).
+ */
+export async function removeLeftoversOfKilledRuns(root = ROOT, prefix = PREFIX) {
+  for (const entry of await readdir(root)) {
+    if (!entry.startsWith(prefix)) continue;
+    const pid = Number(entry.slice(prefix.length).split('-')[0]);
     if (!Number.isInteger(pid) || isAlive(pid)) continue;
     const postmaster = await readFile(
-      `${ROOT}/${entry}/data/postgres/postmaster.pid`,
+      `${root}/${entry}/data/postgres/postmaster.pid`,
       'utf8',
     ).catch(() => '');
     const serverPid = Number(postmaster.split('\n')[0]);
     if (serverPid > 0 && isAlive(serverPid)) process.kill(serverPid, 'SIGQUIT');
-    await rm(`${ROOT}/${entry}`, { recursive: true, force: true });
+    await rm(`${root}/${entry}`, { recursive: true, force: true });
   }
 }
 

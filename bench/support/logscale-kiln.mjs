@@ -4,7 +4,7 @@
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { mkdtemp, rm, statfs } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { KILN_ENTITIES } from '../../dist/app.entities.js';
 import { createApp } from '../../dist/app.factory.js';
@@ -16,7 +16,8 @@ import { createDataSource, runMigrations } from '../../dist/database/data-source
 import { EmbeddedPostgres } from '../../dist/database/embedded-postgres.js';
 import { ProjectsService } from '../../dist/projects/projects.service.js';
 import { BuildRunner } from '../../dist/runners/build-runner.js';
-import { untilNoClients } from './leftovers.mjs';
+import { request } from './kiln.mjs';
+import { removeLeftoversOfKilledRuns, untilNoClients } from './leftovers.mjs';
 
 const PREFIX = 'kiln-logscale-';
 /**
@@ -72,7 +73,7 @@ export async function diskUsage(dir) {
  * (the server's fast shutdown ends the queries in flight).
  */
 export async function startDiskPostgres(root) {
-  await removeLeftoversOfKilledRuns(root);
+  await removeLeftoversOfKilledRuns(root, PREFIX);
   const dir = await mkdtemp(`${root}/${PREFIX}${process.pid}-`);
   let closed;
   const removeDir = () => rm(dir, { recursive: true, force: true });
@@ -177,41 +178,5 @@ export async function startKilnOn(postgres, database, dir, env = {}) {
   } catch (error) {
     await close();
     throw error;
-  }
-}
-
-async function request(baseUrl, headers, method, path, body) {
-  const response = await fetch(`${baseUrl}/api/v1${path}`, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} gave ${response.status}: ${text}`);
-  return text === '' ? undefined : JSON.parse(text);
-}
-
-/** A run killed with SIGKILL leaves its server and gigabytes behind: stop it, drop the directory. */
-async function removeLeftoversOfKilledRuns(root) {
-  for (const entry of await readdir(root)) {
-    if (!entry.startsWith(PREFIX)) continue;
-    const pid = Number(entry.slice(PREFIX.length).split('-')[0]);
-    if (!Number.isInteger(pid) || isAlive(pid)) continue;
-    const postmaster = await readFile(
-      `${root}/${entry}/data/postgres/postmaster.pid`,
-      'utf8',
-    ).catch(() => '');
-    const serverPid = Number(postmaster.split('\n')[0]);
-    if (serverPid > 0 && isAlive(serverPid)) process.kill(serverPid, 'SIGQUIT');
-    await rm(`${root}/${entry}`, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return error.code === 'EPERM';
   }
 }
