@@ -32,6 +32,11 @@ const RETENTION = {
   stallMs: 100,
   lockSampleMs: 20,
 };
+/** LogPurger's settings (kiln's defaults unless LOGSCALE_PURGE_BATCH / _PAUSE_MS say otherwise). */
+const PURGE = {
+  batchLines: positiveInteger('LOGSCALE_PURGE_BATCH', 5000),
+  pauseMs: positiveInteger('LOGSCALE_PURGE_PAUSE_MS', 50),
+};
 /**
  * Disk per stored line (238 B in the table at 10 million lines, plus the small database's copy
  * of the largest and deleted builds, ~3%) and for the WAL (max_wal_size, 1 GB): see
@@ -281,7 +286,10 @@ function paced(call, intervalMs) {
   };
 }
 
-/** Samples every lock the DELETE holds and every lock anyone waits for, until stopped. */
+/**
+ * Samples every lock a delete holds (of a build, or a purge batch of its lines) and every lock
+ * anyone waits for, until stopped.
+ */
 function lockSampler(url) {
   const held = new Set();
   const indexes = new Set();
@@ -295,13 +303,13 @@ function lockSampler(url) {
     await client.connect();
     while (!stop) {
       const { rows } = await client.query(
-        `SELECT a.query ILIKE 'DELETE FROM builds%' AS deleting, l.locktype, l.mode, l.granted,
+        `SELECT a.query ILIKE 'DELETE FROM build%' AS deleting, l.locktype, l.mode, l.granted,
                 c.relname, c.relkind, left(a.query, 60) AS query,
                 extract(epoch FROM clock_timestamp() - l.waitstart) * 1000 AS waited
            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
            LEFT JOIN pg_class c ON c.oid = l.relation
           WHERE l.pid <> pg_backend_pid() AND a.datname = current_database()
-            AND (NOT l.granted OR (a.state = 'active' AND a.query ILIKE 'DELETE FROM builds%'))`,
+            AND (NOT l.granted OR (a.state = 'active' AND a.query ILIKE 'DELETE FROM build%'))`,
       );
       samples++;
       if (rows.some((row) => row.deleting)) during++;
@@ -326,10 +334,11 @@ function lockSampler(url) {
 }
 
 /**
- * Deletes the typical builds, then the largest, over kiln's API (DELETE /builds/{id}: one
- * `DELETE FROM builds`, its lines going by ON DELETE CASCADE) while LogSink appends to another
- * build and a client pages through a third; the appender and the reader run alone first for
- * their baseline. Then VACUUM, at once: autovacuum would get to the small table first.
+ * Deletes the typical builds, then the largest, over kiln's API (DELETE /builds/{id}: the build
+ * row at once, its lines afterwards by LogPurger, KILN_LOG_PURGE_BATCH_LINES a transaction) and
+ * waits until the purge is done, while LogSink appends to another build and a client pages
+ * through a third; the appender and the reader run alone first for their baseline. Then VACUUM,
+ * at once: autovacuum would get to the small table first.
  */
 async function retention(kiln, raw, clients, { largest, deletes, reader }) {
   const sink = kiln.app.get(LogSink);
@@ -353,16 +362,23 @@ async function retention(kiln, raw, clients, { largest, deletes, reader }) {
   for (const build of deletes)
     typical.push(await timed(() => kiln.request('DELETE', `/builds/${build.id}`)));
   const largestMs = await timed(() => kiln.request('DELETE', `/builds/${largest.id}`));
+  const deleted = nowMs();
+  const ids = [largest.id, ...deletes.map((d) => d.id)];
+  await purged(raw, ids);
   const to = nowMs();
   const locks = await sampler.stop();
   const appends = await appender.stop();
   const reads = await clients.call('stopReader');
 
   const { rows } = await raw.query(
-    'SELECT count(*)::int AS n FROM builds WHERE id = ANY($1::uuid[])',
-    [[largest.id, ...deletes.map((d) => d.id)]],
+    `SELECT (SELECT count(*)::int FROM builds WHERE id = ANY($1::uuid[])) AS builds,
+            (SELECT count(*)::int FROM build_log_lines WHERE build_id = ANY($1::uuid[])) AS lines`,
+    [ids],
   );
-  if (rows[0].n !== 0) throw new Error(`${rows[0].n} deleted builds are still there`);
+  if (rows[0].builds !== 0 || rows[0].lines !== 0)
+    throw new Error(
+      `${rows[0].builds} deleted builds and ${rows[0].lines} of their lines are left`,
+    );
   const vacuumMs = await timed(() => raw.query('VACUUM build_log_lines'));
 
   const window = (calls) => {
@@ -378,6 +394,8 @@ async function retention(kiln, raw, clients, { largest, deletes, reader }) {
     typical: latencySummary(typical),
     typicalLines: deletes.reduce((a, d) => a + d.lines, 0),
     largestMs,
+    deleteMs: deleted - from,
+    purgeMs: to - deleted,
     totalMs: to - from,
     vacuumMs,
     appender: window(appends),
@@ -386,14 +404,34 @@ async function retention(kiln, raw, clients, { largest, deletes, reader }) {
   };
 }
 
+/** Waits until LogPurger has taken every line of these deleted builds. */
+async function purged(raw, ids) {
+  for (;;) {
+    const { rows } = await raw.query(
+      'SELECT count(*)::int AS n FROM build_log_purges WHERE build_id = ANY($1::uuid[])',
+      [ids],
+    );
+    if (rows[0].n === 0) return;
+    await delay(100);
+  }
+}
+
 function printRetention(scale, small, largestLines) {
   const t = scale.typical;
+  const deletedLines = scale.typicalLines + largestLines;
   console.log(
-    `retention at scale: delete ${RETENTION.typical} builds of typical size p50 ${ms(t.p50)} max ` +
-      `${ms(t.max)}, the largest (${int(largestLines)} lines) ${seconds(scale.largestMs)} | small ` +
-      `table p50 ${ms(small.typical.p50)} max ${ms(small.typical.max)}, the largest ` +
-      `${seconds(small.largestMs)} | ratio largest ${ratio(scale.largestMs / small.largestMs)}, ` +
-      `typical p50 ${ratio(t.p50 / small.typical.p50)} (goal: none set)`,
+    `retention at scale: DELETE /builds/{id} of ${RETENTION.typical} builds of typical size p50 ` +
+      `${ms(t.p50)} max ${ms(t.max)}, of the largest (${int(largestLines)} lines) ` +
+      `${ms(scale.largestMs)} | small table p50 ${ms(small.typical.p50)} max ` +
+      `${ms(small.typical.max)}, the largest ${ms(small.largestMs)} | ratio largest ` +
+      `${ratio(scale.largestMs / small.largestMs)}, typical p50 ${ratio(t.p50 / small.typical.p50)} ` +
+      `(goal: none set)`,
+  );
+  console.log(
+    `purge of their ${int(deletedLines)} lines at scale: ${seconds(scale.purgeMs)} after the last ` +
+      `DELETE (${int(deletedLines / ((scale.deleteMs + scale.purgeMs) / 1000))} lines/s from the ` +
+      `first) | small table ${seconds(small.purgeMs)} | ratio ${ratio(scale.purgeMs / small.purgeMs)} ` +
+      `(goal: none set; it runs behind, in batches)`,
   );
   for (const [name, label] of [
     [
@@ -411,7 +449,7 @@ function printRetention(scale, small, largestLines) {
     ]) {
       const w = run[name];
       console.log(
-        `  ${label}, ${where}: longest call during the deletes ${ms(w.during.max)} vs p99 without ` +
+        `  ${label}, ${where}: longest call during the deletes and purge ${ms(w.during.max)} vs p99 without ` +
           `${ms(w.quiet.p99)} (max ${ms(w.quiet.max)}) | ratio ${ratio(w.during.max / w.quiet.p99)} (goal no stall > ` +
           `${RETENTION.stallMs} ms: ${verdict(w.stalls === 0)}; ${w.stalls} of ${w.during.count} calls over it)`,
       );
@@ -425,12 +463,14 @@ function printRetention(scale, small, largestLines) {
       : [...waits].map(([what, waited]) => `${what} up to ${ms(waited)}`).join('; ');
   console.log(
     `  locks at scale (pg_locks every ${RETENTION.lockSampleMs} ms, ${samples} samples, ${during} ` +
-      `during a DELETE): the DELETE held ${heldText || 'nothing sampled'} and ${indexes.size} ` +
+      `during a delete or purge batch): they held ${heldText || 'nothing sampled'} and ${indexes.size} ` +
       `indexes; lock waits seen: ${waitText}`,
   );
   console.log(
     `  deletes one at a time over HTTP, ${int(scale.typicalLines)} typical lines in all, then the ` +
-      `largest; ${seconds(scale.totalMs)} at scale, ${seconds(small.totalMs)} on the small table; ` +
+      `largest, then the purge (KILN_LOG_PURGE_BATCH_LINES ${PURGE.batchLines}, pause ` +
+      `${PURGE.pauseMs} ms or the batch's own time); ${seconds(scale.totalMs)} at scale, ` +
+      `${seconds(small.totalMs)} on the small table; ` +
       `baselines: each call's p99 in the ${RETENTION.quietSeconds} s before the deletes`,
   );
 }
@@ -472,7 +512,12 @@ async function main() {
   const estimate = LINES * DISK_BYTES_PER_LINE + DISK_WAL_BYTES;
   const free = await checkDisk(ROOT, estimate, DISK_FACTOR);
   const server = await startDiskPostgres(ROOT);
-  const env = { KILN_LOG_MAX_BYTES_PER_BUILD: String(10 * 1024 ** 3) };
+  const env = {
+    KILN_LOG_MAX_BYTES_PER_BUILD: String(10 * 1024 ** 3),
+    KILN_LOG_PURGE_BATCH_LINES: String(PURGE.batchLines),
+    KILN_LOG_PURGE_PAUSE_MS: String(PURGE.pauseMs),
+    KILN_LOG_PURGE_POLL_SECONDS: '1',
+  };
   const kilns = {};
   const raws = {};
   const clients = startClients(new URL('./support/logscale-clients.mjs', import.meta.url));

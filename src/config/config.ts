@@ -100,6 +100,16 @@ export class KilnConfig {
   /** Largest build log kiln stores; past it a marker line says the rest was dropped. */
   readonly logMaxBytesPerBuild!: number;
   /**
+   * A deleted build's lines are removed in the background, this many per transaction
+   * (KILN_LOG_PURGE_BATCH_LINES), so no delete holds the disk or the WAL for long
+   * (docs/adr/0027-log-purge.md).
+   */
+  readonly logPurgeBatchLines!: number;
+  /** Least pause between two purge batches; a batch that took longer waits as long as it took. */
+  readonly logPurgePauseMs!: number;
+  /** How often each process looks for deleted builds whose lines are still to purge. */
+  readonly logPurgePollMs!: number;
+  /**
    * GET /builds counts matching builds exactly up to this many; past it total_count is the
    * planner's estimate (docs/adr/0023-list-counts-and-build-numbers.md).
    */
@@ -387,6 +397,9 @@ export function loadConfig(
     1024,
     10 * 1024 ** 3,
   );
+  const logPurgeBatchLines = integer('KILN_LOG_PURGE_BATCH_LINES', 5000, 1, 1_000_000);
+  const logPurgePauseMs = integer('KILN_LOG_PURGE_PAUSE_MS', 50, 0, 60_000);
+  const logPurgePollMs = integer('KILN_LOG_PURGE_POLL_SECONDS', 10, 1, 3600) * 1000;
   const listExactCountLimit = integer(
     'KILN_LIST_EXACT_COUNT_LIMIT',
     DEFAULT_LIST_EXACT_COUNT_LIMIT,
@@ -482,6 +495,9 @@ export function loadConfig(
     rateLimitMaxKeys,
     accessCacheTtlMs,
     logMaxBytesPerBuild,
+    logPurgeBatchLines,
+    logPurgePauseMs,
+    logPurgePollMs,
     listExactCountLimit,
     wsAllowedOrigins,
     wsMaxConnectionsPerUser,

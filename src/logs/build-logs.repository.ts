@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { isDatabaseUnavailable } from '../common/database-errors.js';
 import { LOG_CHANNEL } from '../database/channels.js';
 import type { LogEntryLevel, StoredLogLine } from './log-entry.js';
@@ -47,6 +47,14 @@ export interface WatchedBuildState {
   readonly lines: number;
 }
 
+/** One purge batch: lines of a deleted build removed in one transaction. */
+export interface PurgeBatch {
+  readonly buildId: string;
+  readonly deleted: number;
+  /** No line of the build is left (its purge record went in the same transaction). */
+  readonly done: boolean;
+}
+
 interface RawLine {
   seq: number;
   ts: Date;
@@ -81,13 +89,8 @@ export class BuildLogsRepository {
     let logLinesIfCommitted: number | undefined;
     try {
       return await this.dataSource.transaction(async (manager) => {
-        // The no-op update locks the counter row, created on the build's first append.
-        const [row] = await manager.query<[{ lines: number; bytes: string; truncated: boolean }]>(
-          `INSERT INTO build_logs (build_id) VALUES ($1)
-           ON CONFLICT (build_id) DO UPDATE SET build_id = EXCLUDED.build_id
-           RETURNING lines, bytes, truncated`,
-          [buildId],
-        );
+        const row = await this.lockCounters(manager, buildId);
+        if (row === undefined) return undefined; // the build does not exist
         if (row.lines === options.storedIfLogLines) {
           return { stored: 0, dropped: 0, lastSeq: row.lines - 1, truncated: row.truncated };
         }
@@ -147,6 +150,34 @@ export class BuildLogsRepository {
       if (logLinesIfCommitted === undefined || !isDatabaseUnavailable(error)) throw error;
       throw new UncertainCommitError(logLinesIfCommitted, error);
     }
+  }
+
+  /**
+   * Locks the build's counter row, created on its first append, and answers it. A lock, not a
+   * no-op upsert: the counter UPDATE that follows would then change a row version this transaction
+   * made, which makes Postgres check its key against `builds` again (KEY SHARE on the build row)
+   * and deadlock with a delete of the build that waits for this row (docs/adr/0027-log-purge.md).
+   * Undefined, or a foreign-key violation, when the build does not exist.
+   */
+  private async lockCounters(
+    manager: EntityManager,
+    buildId: string,
+  ): Promise<{ lines: number; bytes: string; truncated: boolean } | undefined> {
+    const lock = () =>
+      manager.query<Array<{ lines: number; bytes: string; truncated: boolean }>>(
+        'SELECT lines, bytes, truncated FROM build_logs WHERE build_id = $1 FOR NO KEY UPDATE',
+        [buildId],
+      );
+    const [row] = await lock();
+    if (row !== undefined) return row;
+    await manager.query(
+      'INSERT INTO build_logs (build_id) VALUES ($1) ON CONFLICT (build_id) DO NOTHING',
+      [buildId],
+    );
+    // Ours, or a concurrent first append's (committed by now); none when the build was deleted
+    // since.
+    const [created] = await lock();
+    return created;
   }
 
   /** The URL of the database the log store writes to: its password is one of kiln's secrets. */
@@ -254,5 +285,40 @@ export class BuildLogsRepository {
       [buildId, fromSeq, limit],
     );
     return rows;
+  }
+
+  /**
+   * Deletes up to `batch` lines of the deleted build that has waited longest for its purge, in one
+   * transaction, and records how far it got (or, once none is left, that it is done). Builds
+   * another process is purging are skipped. Undefined when no deleted build has lines to purge.
+   * Deletes by seq range from `next_seq`, so no batch walks index entries an earlier one deleted.
+   */
+  async purgeBatch(batch: number): Promise<PurgeBatch | undefined> {
+    return this.dataSource.transaction(async (manager) => {
+      const [purge] = await manager.query<Array<{ buildId: string; next: string }>>(
+        `SELECT build_id AS "buildId", next_seq AS next FROM build_log_purges
+          ORDER BY deleted_at, build_id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      );
+      if (purge === undefined) return undefined;
+      const { buildId } = purge;
+      const end = Number(purge.next) + batch;
+      const [, deleted] = await manager.query<[unknown[], number]>(
+        'DELETE FROM build_log_lines WHERE build_id = $1 AND seq >= $2 AND seq < $3',
+        [buildId, purge.next, end],
+      );
+      const [{ next }] = await manager.query<[{ next: number | null }]>(
+        'SELECT min(seq) AS next FROM build_log_lines WHERE build_id = $1 AND seq >= $2',
+        [buildId, end],
+      );
+      if (next === null) {
+        await manager.query('DELETE FROM build_log_purges WHERE build_id = $1', [buildId]);
+      } else {
+        await manager.query('UPDATE build_log_purges SET next_seq = $2 WHERE build_id = $1', [
+          buildId,
+          next,
+        ]);
+      }
+      return { buildId, deleted, done: next === null };
+    });
   }
 }

@@ -13,6 +13,7 @@ import { LogFollowerClaim1764547200000 } from './1764547200000-log-follower-clai
 import { BuildArtifacts1764633600000 } from './1764633600000-build-artifacts.js';
 import { BuildListIndexes1764806400000 } from './1764806400000-build-list-indexes.js';
 import { AccessNotifications1764892800000 } from './1764892800000-access-notifications.js';
+import { BuildLogPurges1764979200000 } from './1764979200000-build-log-purges.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -33,4 +34,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   SecretManagersAndRegistries1764720000000,
   BuildListIndexes1764806400000,
   AccessNotifications1764892800000,
+  BuildLogPurges1764979200000,
 ];
