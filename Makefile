@@ -18,7 +18,7 @@ run: system-deps build ## Install what is missing, migrate, and start kiln (API 
 	node dist/main.js
 
 .PHONY: test
-test: system-deps deps lint build ## Install what is missing, lint, and run every test suite.
+test: system-deps deps build lint ## Install what is missing, build, lint, and run every test suite.
 	$(NPM) test --silent -- --ci --maxWorkers=2 --json --outputFile=.jest-results.json
 	@node test/support/print-summary.cjs .jest-results.json
 
@@ -36,11 +36,15 @@ $(DEPS_STAMP): package.json package-lock.json
 	@touch $@
 
 .PHONY: lint
-lint: deps ## ESLint (type-aware), Prettier check, tsc --noEmit, and the layering rules.
+lint: deps build lint-openapi ## ESLint (type-aware), Prettier check, tsc --noEmit, the layering rules and the OpenAPI lint.
 	npx eslint .
 	npx prettier --check .
 	npx tsc --noEmit -p tsconfig.json
 	npx depcruise src --config .dependency-cruiser.cjs
+
+.PHONY: lint-openapi
+lint-openapi: build ## redocly (recommended) and Spectral (oas) on the OpenAPI document of dist/: no error, no warning.
+	node scripts/openapi-lint.cjs
 
 .PHONY: lint-arch
 lint-arch: deps ## Only the layering rules (.dependency-cruiser.cjs) on src/.

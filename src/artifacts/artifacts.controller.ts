@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { Public, RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
 import { PayloadTooLargeError } from '../common/errors.js';
-import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
+import { ApiErrors, ApiTenantScoped, UPLOAD_TOKEN_SCHEME } from '../common/openapi.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
 import type { ArtifactKind } from './artifacts.repository.js';
 import { ScanDto, SbomDto } from './artifacts.dto.js';
@@ -21,6 +21,13 @@ const UPLOAD_DESCRIPTION =
   '(never an access token; it expires at the Job deadline). Accepted while the build runs. 401: no token, or an ' +
   'unknown or expired one; 403: a token of another build or kind; 409: the build is not running.';
 
+/** What the upload routes mean by their refusals: the token is an upload token, not a user's. */
+const UPLOAD_ERRORS = {
+  401: 'No upload token, or an unknown or expired one',
+  403: 'An upload token of another build or of the other kind',
+  409: 'The build is not running',
+};
+
 /**
  * The SBOM and scan results of a build: served to users with `build:read`, uploaded by the
  * build's pod with its upload token (DESIGN.md, "Steps after the image").
@@ -36,9 +43,11 @@ export class ArtifactsController {
   @ApiOperation({
     summary: "The build's SBOM",
     description:
-      'The SPDX or CycloneDX JSON document the SBOM step wrote for the pushed image. 404 until it is stored.',
+      'The SPDX or CycloneDX JSON document the SBOM step wrote for the pushed image (`build:read`). 404 until it is stored.',
   })
-  @ApiErrors(200, { type: SbomDto }, [400, 401, 403, 404, 429])
+  @ApiErrors(200, { type: SbomDto, description: 'The SBOM' }, [400, 401, 403, 404, 429], {
+    404: 'No such build in this tenant, or no SBOM stored for it (yet)',
+  })
   sbom(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -51,9 +60,11 @@ export class ArtifactsController {
   @ApiOperation({
     summary: "The build's vulnerability findings",
     description:
-      "The scanner's findings in one shape whatever the scanner, a count per severity and the scan policy's verdict. 404 until they are stored.",
+      "The scanner's findings in one shape whatever the scanner, a count per severity and the scan policy's verdict (`build:read`). 404 until they are stored.",
   })
-  @ApiErrors(200, { type: ScanDto }, [400, 401, 403, 404, 429])
+  @ApiErrors(200, { type: ScanDto, description: 'The findings' }, [400, 401, 403, 404, 429], {
+    404: 'No such build in this tenant, or no scan stored for it (yet)',
+  })
   scan(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -71,13 +82,13 @@ export class ArtifactUploadsController {
   @Put(':id/sbom')
   @Public()
   @HttpCode(204)
-  @ApiBearerAuth()
+  @ApiBearerAuth(UPLOAD_TOKEN_SCHEME)
   @ApiOperation({
     summary: "Upload the build's SBOM (the build pod)",
     description: UPLOAD_DESCRIPTION,
   })
   @ApiBody({ schema: { type: 'object' } })
-  @ApiErrors(204, { description: 'Stored' }, [400, 401, 403, 404, 409, 413, 429])
+  @ApiErrors(204, { description: 'Stored' }, [400, 401, 403, 404, 409, 413, 429], UPLOAD_ERRORS)
   uploadSbom(@Param('id', UuidParamPipe) id: string, @Req() request: Request): Promise<void> {
     return this.upload(id, 'sbom', request);
   }
@@ -85,13 +96,13 @@ export class ArtifactUploadsController {
   @Put(':id/scan')
   @Public()
   @HttpCode(204)
-  @ApiBearerAuth()
+  @ApiBearerAuth(UPLOAD_TOKEN_SCHEME)
   @ApiOperation({
     summary: "Upload the build's scan report (the build pod)",
     description: UPLOAD_DESCRIPTION,
   })
   @ApiBody({ schema: { type: 'object' } })
-  @ApiErrors(204, { description: 'Stored' }, [400, 401, 403, 404, 409, 413, 429])
+  @ApiErrors(204, { description: 'Stored' }, [400, 401, 403, 404, 409, 413, 429], UPLOAD_ERRORS)
   uploadScan(@Param('id', UuidParamPipe) id: string, @Req() request: Request): Promise<void> {
     return this.upload(id, 'scan', request);
   }

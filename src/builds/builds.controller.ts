@@ -65,9 +65,13 @@ export class BuildsController {
   @ApiOperation({
     summary: 'Create a build (reference form or wizard form)',
     description:
-      'A body with `manifest`/`tenant_id` is the wizard form and is answered `{ "data": Build }`; the reference form is answered with the Build itself. An `Idempotency-Key` replays the original build for the same body (header `Idempotent-Replayed: true`) and gives 409 for a different one.',
+      'Creates a build in `queued` with the next build_number of its project (`build:create`). A body with `manifest`/`tenant_id` is the wizard form and is answered `{ "data": Build }`; the reference form is answered with the Build itself. An `Idempotency-Key` replays the original build for the same body (header `Idempotent-Replayed: true`) and gives 409 for a different one. 409 also when a queued or running build of the same project, branch and commit exists.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: 'Makes a retried request create the build once',
+  })
   @ApiBody({
     schema: {
       oneOf: [
@@ -102,8 +106,12 @@ export class BuildsController {
 
   @Get()
   @RequirePermission('build:list')
-  @ApiOperation({ summary: "List the tenant's builds, one page" })
-  @ApiErrors(200, { type: BuildListDto }, [400, 401, 403, 429])
+  @ApiOperation({
+    summary: "List the tenant's builds, one page",
+    description:
+      'Builds of the tenant in X-Tenant-ID (`build:list`), filtered by status and project, sorted by sort_by and sort_order, one page of `limit` builds.',
+  })
+  @ApiErrors(200, { type: BuildListDto, description: 'One page of builds' }, [400, 401, 403, 429])
   async list(
     @CurrentTenant() tenant: TenantContext,
     @Query() query: ListBuildsQueryDto,
@@ -120,8 +128,11 @@ export class BuildsController {
 
   @Get(':id')
   @RequirePermission('build:read')
-  @ApiOperation({ summary: 'Read a build' })
-  @ApiErrors(200, { type: BuildDto }, [400, 401, 403, 404, 429])
+  @ApiOperation({
+    summary: 'Read a build',
+    description: 'Every field of one build of the tenant (`build:read`).',
+  })
+  @ApiErrors(200, { type: BuildDto, description: 'The build' }, [400, 401, 403, 404, 429])
   async get(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -134,9 +145,13 @@ export class BuildsController {
   @RequirePermission('build:delete')
   @ApiOperation({
     summary: 'Delete a build that is not running, its logs and its runner resources',
+    description:
+      'Deletes the build, its log lines and what its runner keeps for it (`build:delete`). A running build cannot be deleted: 409, cancel it first.',
   })
   @ApiNoContentResponse({ description: 'Deleted' })
-  @ApiErrors(undefined, undefined, [400, 401, 403, 404, 409, 429])
+  @ApiErrors(undefined, undefined, [400, 401, 403, 404, 409, 429], {
+    409: 'The build is running; cancel it first',
+  })
   async remove(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -147,8 +162,17 @@ export class BuildsController {
   @Post(':id/start')
   @HttpCode(200)
   @RequirePermission('build:create')
-  @ApiOperation({ summary: 'Start a queued build' })
-  @ApiErrors(200, { type: BuildDto }, [400, 401, 403, 404, 409, 429])
+  @ApiOperation({
+    summary: 'Start a queued build',
+    description:
+      'Moves a `queued` build to `in_progress` and hands it to the runner (`build:create`). 409 when the build is not queued; 503 when the runner cannot be reached (the build stays queued).',
+  })
+  @ApiErrors(
+    200,
+    { type: BuildDto, description: 'The build, in_progress' },
+    [400, 401, 403, 404, 409, 429],
+    { 409: 'The build is not queued' },
+  )
   async start(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -159,9 +183,18 @@ export class BuildsController {
   @Post(':id/cancel')
   @HttpCode(200)
   @RequirePermission('build:cancel')
-  @ApiOperation({ summary: 'Cancel a running build' })
+  @ApiOperation({
+    summary: 'Cancel a running build',
+    description:
+      'Moves an `in_progress` build to `cancelled` and stops its run (`build:cancel`); an optional reason is recorded with it. 409 when the build is not in progress.',
+  })
   @ApiBody({ type: CancelBuildDto, required: false })
-  @ApiErrors(200, { type: BuildDto }, [400, 401, 403, 404, 409, 429])
+  @ApiErrors(
+    200,
+    { type: BuildDto, description: 'The build, cancelled' },
+    [400, 401, 403, 404, 409, 429],
+    { 409: 'The build is not in progress' },
+  )
   async cancel(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -173,8 +206,17 @@ export class BuildsController {
   @Post(':id/retry')
   @HttpCode(200)
   @RequirePermission('build:create')
-  @ApiOperation({ summary: 'Retry a failed build: a new queued build with the same configuration' })
-  @ApiErrors(200, { type: BuildSummaryDto }, [400, 401, 403, 404, 409, 429])
+  @ApiOperation({
+    summary: 'Retry a failed build: a new queued build with the same configuration',
+    description:
+      'Creates a new `queued` build with the configuration of a `failed` one, a new id and the next build_number (`build:create`); the original stays failed. 409 when the build is not failed or already has a queued or running retry.',
+  })
+  @ApiErrors(
+    200,
+    { type: BuildSummaryDto, description: 'The new build (a subset of Build)' },
+    [400, 401, 403, 404, 409, 429],
+    { 409: 'The build is not failed, or its retry is already queued or running' },
+  )
   async retry(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
@@ -184,8 +226,16 @@ export class BuildsController {
 
   @Get(':id/status')
   @RequirePermission('build:read')
-  @ApiOperation({ summary: 'Status and progress of a build' })
-  @ApiErrors(200, { type: BuildStatusDto }, [400, 401, 403, 404, 429])
+  @ApiOperation({
+    summary: 'Status and progress of a build',
+    description:
+      "The build's status, step progress and error (`build:read`). estimated_completion is the start time plus the median run time of the project's recent successful builds while it runs, and its completion time once it has ended.",
+  })
+  @ApiErrors(
+    200,
+    { type: BuildStatusDto, description: 'Status and progress' },
+    [400, 401, 403, 404, 429],
+  )
   async status(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,

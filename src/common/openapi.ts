@@ -9,6 +9,11 @@ import {
   type ApiResponseOptions,
 } from '@nestjs/swagger';
 
+/** Security scheme of a user's access token (POST /api/v1/auth/login): every route but login. */
+export const ACCESS_TOKEN_SCHEME = 'bearer';
+/** Security scheme of the token kiln mints for one build's pod to upload its SBOM or scan. */
+export const UPLOAD_TOKEN_SCHEME = 'uploadToken';
+
 /** The spec's Error body (2.6), for the OpenAPI document. */
 export class ErrorBodyDto {
   @ApiProperty() error!: string;
@@ -46,16 +51,20 @@ const RATE_LIMIT_HEADERS = {
   },
 };
 
-/** Documents a route's success response and its Error responses (all in the Error shape). */
+/**
+ * Documents a route's success response and its Error responses (all in the Error shape).
+ * `descriptions` replaces the generic description of a status where the route means more by it.
+ */
 export function ApiErrors(
   successStatus: number | undefined,
   success: ApiResponseOptions | undefined,
   statuses: number[],
+  descriptions: Readonly<Partial<Record<number, string>>> = {},
 ): MethodDecorator {
   const decorators = [...statuses, 500, 503].map((status) =>
     ApiResponse({
       status,
-      description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+      description: descriptions[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error',
       type: ErrorBodyDto,
       ...(status === 429
         ? {
@@ -78,7 +87,7 @@ export function ApiErrors(
 /** A controller whose routes need a bearer token and the X-Tenant-ID header (spec section 5). */
 export function ApiTenantScoped(): ClassDecorator {
   return applyDecorators(
-    ApiBearerAuth(),
+    ApiBearerAuth(ACCESS_TOKEN_SCHEME),
     ApiHeader({
       name: 'X-Tenant-ID',
       required: true,

@@ -1,8 +1,14 @@
 import { Controller, Get } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
 import { Public } from '../auth/require-permission.decorator.js';
 import { type HealthReport, HealthService } from './health.service.js';
 
-/** Probes for Kubernetes and load balancers; outside /api/v1 and without authentication. */
+/**
+ * Probes for Kubernetes and load balancers; outside /api/v1 and without authentication. Not in
+ * the OpenAPI document, which describes the API under /api/v1 (spec sections 4 to 7) for its
+ * clients; the chart wires the probes.
+ */
+@ApiExcludeController()
 @Controller()
 export class HealthController {
   constructor(private readonly health: HealthService) {}

@@ -18,9 +18,13 @@ export class LogsController {
   @ApiOperation({
     summary: "A page of a build's log lines",
     description:
-      'offset is the seq of the first line. Live lines: WebSocket GET /api/v1/builds/{id}/logs/stream (Authorization and X-Tenant-ID on the upgrade; `?offset=N` replays from line N, then streams; each message is a LogEntry plus build_id and seq; the server closes with 1000 and the final status once the build has ended and every line was sent).',
+      'Up to `limit` log lines of a build from line `offset` on (`build:read`); offset is the seq of the first line, and total_lines the number of lines stored so far. Live lines: the WebSocket GET /api/v1/builds/{id}/logs/stream, which takes the same offset.',
   })
-  @ApiErrors(200, { type: BuildLogsDto }, [400, 401, 403, 404, 429])
+  @ApiErrors(
+    200,
+    { type: BuildLogsDto, description: 'One page of log lines' },
+    [400, 401, 403, 404, 429],
+  )
   page(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,

@@ -14,8 +14,16 @@ export class ProjectsController {
   /** The tenant's projects, for choosing where a build goes. */
   @Get()
   @RequirePermission('build:list')
-  @ApiOperation({ summary: "List the tenant's projects" })
-  @ApiErrors(200, { type: ProjectListResponse }, [400, 401, 403, 429])
+  @ApiOperation({
+    summary: "List the tenant's projects",
+    description:
+      'The projects of the tenant in X-Tenant-ID, for choosing where a build goes (`build:list`).',
+  })
+  @ApiErrors(
+    200,
+    { type: ProjectListResponse, description: "The tenant's projects" },
+    [400, 401, 403, 429],
+  )
   async list(@CurrentTenant() tenant: TenantContext): Promise<ProjectListResponse> {
     return { projects: (await this.projects.list(tenant.tenantId)).map(toProjectResponse) };
   }
