@@ -1,3 +1,6 @@
+import { createServer as createTlsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import WebSocket from 'ws';
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { LogSink } from '../src/logs/log-sink.js';
 import { craftToken, type Seeded, seedTenancy, tokenFor, validClaims } from './support/auth.js';
@@ -6,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { LogStreamClient, refusal, type StreamMessage } from './support/log-stream-client.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { createTestTls } from './support/tls.js';
 
 const ENV = {
   KILN_WS_HEARTBEAT_SECONDS: '2',
@@ -15,11 +19,15 @@ const ENV = {
   // Long enough that every stream here must be driven by notifications, not by the safety poll.
   KILN_WS_POLL_SECONDS: '120',
 };
+// Origin as it is by default (no allow-list: kiln's own origin only), behind one trusted proxy hop
+// so that X-Forwarded-Proto counts.
+const OWN_ORIGIN_ENV = { ...ENV, KILN_WS_ALLOWED_ORIGINS: '', KILN_TRUST_PROXY_HOPS: '1' };
 
 describe('live build logs over the WebSocket', () => {
   let database: TestDatabase;
   let kiln: TestApp;
   let replica: TestApp;
+  let own: TestApp;
   let seeded: Seeded;
   let token: string;
   let admin: ApiClient;
@@ -30,6 +38,7 @@ describe('live build logs over the WebSocket', () => {
     database = await createTestDatabase();
     kiln = await startTestApp({ runner: FakeRunner, database, env: ENV });
     replica = await startTestApp({ runner: FakeRunner, database, env: ENV });
+    own = await startTestApp({ runner: FakeRunner, database, env: OWN_ORIGIN_ENV });
     seeded = await seedTenancy(kiln);
     token = await tokenFor(kiln.baseUrl, seeded.users.admin.email);
     admin = new ApiClient(kiln, token, seeded.tenantA);
@@ -38,6 +47,7 @@ describe('live build logs over the WebSocket', () => {
   });
 
   afterAll(async () => {
+    await own.close();
     await replica.close();
     await kiln.close();
     await database.drop();
@@ -194,6 +204,144 @@ describe('live build logs over the WebSocket', () => {
       });
     },
   );
+
+  describe('browser Origin', () => {
+    // `kiln` has an allow-list and trusts no proxy; `own` has no allow-list and trusts one hop.
+    type AppName = 'kiln' | 'own';
+
+    /**
+     * A real `ws` handshake as tenant A's admin: 101 (then closed), or the refusal's status and
+     * Error code. `ca` trusts a TLS listener's certificate.
+     */
+    function handshake(
+      url: string,
+      headers: Record<string, string>,
+      ca?: string,
+    ): Promise<{ status: number; code?: string }> {
+      return new Promise((done, fail) => {
+        const ws = new WebSocket(url, [], {
+          headers: { authorization: `Bearer ${token}`, 'x-tenant-id': seeded.tenantA, ...headers },
+          ...(ca === undefined ? {} : { ca }),
+        });
+        ws.once('open', () => {
+          ws.once('close', () => done({ status: 101 }));
+          ws.close();
+        });
+        ws.once('unexpected-response', (_request, response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () =>
+            done({
+              status: response.statusCode!,
+              code: (JSON.parse(body) as { code: string }).code,
+            }),
+          );
+        });
+        ws.once('error', fail);
+      });
+    }
+
+    /**
+     * Opens a log stream of a running build on the app with `headers`, in which `SELF` stands for
+     * the app's host:port and `SELF+1` for the next port on its host.
+     */
+    async function upgradeOn(name: AppName, headers: Record<string, string>) {
+      const app = name === 'kiln' ? kiln : own;
+      const { host, hostname, port } = new URL(app.baseUrl);
+      const resolved = Object.fromEntries(
+        Object.entries(headers).map(([key, value]) => [
+          key,
+          value.replace('SELF+1', `${hostname}:${Number(port) + 1}`).replace('SELF', host),
+        ]),
+      );
+      const url = `${app.baseUrl.replace('http', 'ws')}/api/v1/builds/${await runningBuild()}/logs/stream`;
+      return handshake(url, resolved);
+    }
+
+    it.each<[string, AppName, Record<string, string>]>([
+      ['kiln’s own origin, with an allow-list set', 'kiln', { origin: 'http://SELF' }],
+      ['an origin on the allow-list', 'kiln', { origin: 'https://builds.example.com' }],
+      ['kiln’s own origin, with no allow-list', 'own', { origin: 'http://SELF' }],
+      [
+        'the Host the client asked for, not the address kiln listens on',
+        'own',
+        { host: 'kiln.example', origin: 'http://kiln.example' },
+      ],
+      [
+        'kiln’s own https origin behind a trusted proxy',
+        'own',
+        { origin: 'https://SELF', 'x-forwarded-proto': 'https' },
+      ],
+      [
+        'a trusted proxy that writes wss for an upgrade',
+        'own',
+        { origin: 'https://SELF', 'x-forwarded-proto': 'wss' },
+      ],
+      [
+        'the entry the trusted proxy appended after the client’s own',
+        'own',
+        { origin: 'https://SELF', 'x-forwarded-proto': 'http, https' },
+      ],
+    ])('WSS-02: opens for %s', async (_name, app, headers) => {
+      expect(await upgradeOn(app, headers)).toEqual({ status: 101 });
+    });
+
+    it.each<[string, AppName, Record<string, string>]>([
+      ['a cross-site origin, with an allow-list set', 'kiln', { origin: 'http://evil.example' }],
+      ['a cross-site origin, with no allow-list', 'own', { origin: 'http://evil.example' }],
+      ['the opaque origin null', 'own', { origin: 'null' }],
+      ['kiln’s host on another port, with an allow-list set', 'kiln', { origin: 'http://SELF+1' }],
+      ['kiln’s host on another port, with no allow-list', 'own', { origin: 'http://SELF+1' }],
+      [
+        'kiln’s address when the client asked for another Host',
+        'own',
+        { host: 'kiln.example', origin: 'http://SELF' },
+      ],
+      ['kiln’s host over https on a plain connection', 'own', { origin: 'https://SELF' }],
+      [
+        'https from the X-Forwarded-Proto of a peer kiln does not trust',
+        'kiln',
+        { origin: 'https://SELF', 'x-forwarded-proto': 'https' },
+      ],
+      [
+        'https the client wrote before the trusted proxy’s http',
+        'own',
+        { origin: 'https://SELF', 'x-forwarded-proto': 'https, http' },
+      ],
+      [
+        'an origin another kiln allows, with no allow-list',
+        'own',
+        { origin: 'https://builds.example.com' },
+      ],
+    ])('WSS-02: refuses %s with 403 before the upgrade', async (_name, app, headers) => {
+      expect(await upgradeOn(app, headers)).toEqual({ status: 403, code: 'FORBIDDEN' });
+    });
+
+    it('WSS-02: takes https as the scheme of a TLS connection', async () => {
+      // kiln itself listens on plain HTTP: a TLS listener that hands its upgrades to kiln's server
+      // gives kiln's upgrade handling an encrypted connection.
+      const tls = createTestTls();
+      const front = createTlsServer({ cert: tls.cert, key: tls.key });
+      front.on('upgrade', (...upgrade: unknown[]) =>
+        kiln.app.getHttpServer().emit('upgrade', ...upgrade),
+      );
+      await new Promise<void>((done) => front.listen(0, '127.0.0.1', done));
+      const { port } = front.address() as AddressInfo;
+      const url = `wss://127.0.0.1:${port}/api/v1/builds/${await runningBuild()}/logs/stream`;
+      try {
+        expect(await handshake(url, { origin: `https://127.0.0.1:${port}` }, tls.ca)).toEqual({
+          status: 101,
+        });
+        expect(await handshake(url, { origin: `http://127.0.0.1:${port}` }, tls.ca)).toEqual({
+          status: 403,
+          code: 'FORBIDDEN',
+        });
+      } finally {
+        front.closeAllConnections();
+        await new Promise((done) => front.close(done));
+      }
+    });
+  });
 
   it('accepts the largest offset a seq can have (2147483647)', async () => {
     const id = await runningBuild();

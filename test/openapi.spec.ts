@@ -1,4 +1,5 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { isUserPermission } from '../src/auth/permissions.js';
 import { listRoutes } from '../src/auth/route-inventory.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -38,7 +39,12 @@ describe('OpenAPI document', () => {
       });
       const statuses = Object.keys(operation.responses);
       expect(statuses).toEqual(expect.arrayContaining(['400', '500']));
-      if (!route.public) expect(statuses).toEqual(expect.arrayContaining(['401', '403', '429']));
+      // A user permission (the caller's own account) involves no tenant and no role: no 403.
+      const refusals =
+        route.permission !== undefined && isUserPermission(route.permission)
+          ? ['401', '429']
+          : ['401', '403', '429'];
+      if (!route.public) expect(statuses).toEqual(expect.arrayContaining(refusals));
       expect(operation.responses['400'].content['application/json'].schema.$ref).toBe(
         '#/components/schemas/ErrorBodyDto',
       );

@@ -16,6 +16,7 @@ import { JWT_ALGORITHM, JWT_KEY, JWT_SECRET } from './jwt.constants.js';
 import { JwtStrategy } from './jwt.strategy.js';
 import { LoginThrottleRepository } from './login-throttle.repository.js';
 import { TenancyModule } from './tenancy.module.js';
+import { TenantsController } from './tenants.controller.js';
 import { TokenService } from './token.service.js';
 
 const secretProvider = {
@@ -30,10 +31,13 @@ const keyProvider = {
   useFactory: (secret: string): KeyObject => createSecretKey(Buffer.from(secret, 'utf8')),
 };
 
-/** Login, access tokens, the rate limit every API request counts against, and the global guard. */
+/**
+ * Login, access tokens, the caller's own tenants, the rate limit every API request counts against,
+ * and the global guard.
+ */
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
-  controllers: [AuthController],
+  controllers: [AuthController, TenantsController],
   exports: [Authorizer],
   providers: [
     secretProvider,

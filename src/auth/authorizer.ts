@@ -6,7 +6,7 @@ import { isUuid, NIL_UUID } from '../config/formats.js';
 import { KilnConfig } from '../config/config.js';
 import { AccessCache } from './access-cache.js';
 import { JWT_ALGORITHM, JWT_CLOCK_TOLERANCE_SECONDS } from './jwt.constants.js';
-import { type Permission, permissionsOf } from './permissions.js';
+import { permissionsOf, type TenantPermission } from './permissions.js';
 import type { TenantContext } from './tenant-context.js';
 
 export interface VerifiedToken {
@@ -23,6 +23,9 @@ export interface VerifiedToken {
 const TOKEN_HEADER_PARAMETERS = new Set(['alg', 'typ']);
 /** `typ` is a media type: case-insensitive, `application/` optional (RFC 7515 4.1.9). */
 const JWT_MEDIA_TYPE = /^(application\/)?jwt$/i;
+
+/** The 401 of a valid token whose user was deleted or disabled since it was issued. */
+const USER_GONE = "The access token's user no longer exists or is disabled";
 
 /** Whether a verified token's header is one kiln issues. */
 function isKilnHeader(header: Record<string, unknown>): boolean {
@@ -115,15 +118,14 @@ export class Authorizer {
   async authorize(
     userId: string,
     rawTenantId: unknown,
-    permission: Permission,
+    permission: TenantPermission,
   ): Promise<TenantContext> {
     const tenant = tenantIdOf(rawTenantId);
     const access = await this.access.accessOf(
       userId,
       tenant instanceof InvalidRequestError ? null : tenant,
     );
-    if (access === undefined)
-      throw new UnauthorizedError("The access token's user no longer exists or is disabled");
+    if (access === undefined) throw new UnauthorizedError(USER_GONE);
     if (tenant instanceof InvalidRequestError) throw tenant;
     if (access.role === null) throw new ForbiddenError('Not a member of this tenant');
     const permissions = permissionsOf(access.role);
@@ -131,6 +133,16 @@ export class Authorizer {
       throw new ForbiddenError(`Your role in this tenant lacks the permission ${permission}`);
     }
     return { userId, tenantId: tenant, role: access.role, permissions };
+  }
+
+  /**
+   * For a route over the caller's own account (a user permission, held by every enabled user):
+   * the user of a verified token must still exist and be enabled (else 401, as on every route),
+   * answered like `authorize` from AccessCache. No tenant plays a part, whatever X-Tenant-ID says.
+   */
+  async authorizeUser(userId: string): Promise<void> {
+    if ((await this.access.accessOf(userId, null)) === undefined)
+      throw new UnauthorizedError(USER_GONE);
   }
 }
 

@@ -6,6 +6,13 @@ import type { Role } from './permissions.js';
 /** Whether a user may act at all (undefined: deleted or disabled) and its role in one tenant. */
 export type UserAccess = { readonly role: Role | null } | undefined;
 
+/** A tenant the user is a member of, with its role there. */
+export interface MemberTenant {
+  readonly id: string;
+  readonly name: string;
+  readonly role: Role;
+}
+
 @Injectable()
 export class MembershipsRepository {
   private readonly memberships: Repository<MembershipEntity>;
@@ -24,6 +31,21 @@ export class MembershipsRepository {
   async remove(tenantId: string, userId: string): Promise<boolean> {
     const result = await this.memberships.delete({ tenantId, userId });
     return (result.affected ?? 0) > 0;
+  }
+
+  /**
+   * The tenants the user is a member of, with its role in each, ordered by name. Read from the
+   * table on every call, never from AccessCache, so a membership added or removed by any process
+   * shows at once.
+   */
+  tenantsOf(userId: string): Promise<MemberTenant[]> {
+    return this.dataSource.query<MemberTenant[]>(
+      `SELECT t.id, t.name, m.role FROM memberships m
+         JOIN tenants t ON t.id = m.tenant_id
+        WHERE m.user_id = $1
+        ORDER BY t.name, t.id`,
+      [userId],
+    );
   }
 
   /**

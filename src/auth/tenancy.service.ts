@@ -6,7 +6,7 @@ import { KilnConfig, MIN_PASSWORD_LENGTH } from '../config/config.js';
 import { AccessChanges } from './access-changes.js';
 import { BootstrapRepository } from './bootstrap.repository.js';
 import type { MembershipEntity } from './membership.entity.js';
-import { MembershipsRepository } from './memberships.repository.js';
+import { type MemberTenant, MembershipsRepository } from './memberships.repository.js';
 import { MAX_PASSWORD_LENGTH, PasswordHasher } from './password-hasher.js';
 import { isRole } from './permissions.js';
 import type { TenantEntity } from './tenant.entity.js';
@@ -15,7 +15,10 @@ import type { UserEntity } from './user.entity.js';
 import { UsersRepository } from './users.repository.js';
 import { EMAIL_PATTERN, isUuid } from '../config/formats.js';
 
-/** Tenants, users and memberships: what the admin CLI and the first-start bootstrap do. */
+/**
+ * Tenants, users and memberships: what the admin CLI and the first-start bootstrap do, and the
+ * signed-in user's own tenants (GET /api/v1/auth/tenants).
+ */
 @Injectable()
 export class TenancyService implements OnApplicationBootstrap {
   constructor(
@@ -75,6 +78,11 @@ export class TenancyService implements OnApplicationBootstrap {
     if (!(await this.memberships.remove(tenant.id, user.id)))
       throw new NotFoundError(`${user.email} is not a member of tenant ${tenant.name}`);
     this.changes.changed(user.id);
+  }
+
+  /** The tenants the user is a member of, with its role in each, ordered by name. */
+  tenantsOf(userId: string): Promise<MemberTenant[]> {
+    return this.memberships.tenantsOf(userId);
   }
 
   private async userByEmail(email: string): Promise<UserEntity> {

@@ -1,12 +1,12 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import type { Permission, Role } from './permissions.js';
+import type { Role, TenantPermission } from './permissions.js';
 
 /** Who is calling, for which tenant, allowed to do what: set by AuthGuard on every API request. */
 export interface TenantContext {
   readonly userId: string;
   readonly tenantId: string;
   readonly role: Role;
-  readonly permissions: readonly Permission[];
+  readonly permissions: readonly TenantPermission[];
 }
 
 /** The subject of a verified access token. */
@@ -19,9 +19,16 @@ export interface KilnRequest {
   tenant?: TenantContext;
 }
 
-/** Handler parameter: the request's TenantContext (only on routes that declare a permission). */
+/** Handler parameter: the request's TenantContext (only on routes that declare a tenant permission). */
 export const CurrentTenant = createParamDecorator((_data: unknown, ctx: ExecutionContext) => {
   const tenant = ctx.switchToHttp().getRequest<KilnRequest>().tenant;
   if (tenant === undefined) throw new Error('CurrentTenant used on a route without a permission');
   return tenant;
+});
+
+/** Handler parameter: the caller, whose token and account AuthGuard checked (any permission). */
+export const CurrentUser = createParamDecorator((_data: unknown, ctx: ExecutionContext) => {
+  const user = ctx.switchToHttp().getRequest<KilnRequest>().user;
+  if (user === undefined) throw new Error('CurrentUser used on a route without a permission');
+  return user;
 });

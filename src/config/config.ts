@@ -114,7 +114,11 @@ export class KilnConfig {
    * planner's estimate (docs/adr/0023-list-counts-and-build-numbers.md).
    */
   readonly listExactCountLimit!: number;
-  /** Browser origins allowed to open the log WebSocket; empty: none (non-browser clients send no Origin). */
+  /**
+   * Browser origins allowed to open the log WebSocket besides kiln's own (the Origin whose
+   * host:port is the request's Host, scheme as the client reached kiln), which is always allowed.
+   * Any other Origin is refused; non-browser clients send none and pass.
+   */
   readonly wsAllowedOrigins!: readonly string[];
   readonly wsMaxConnectionsPerUser!: number;
   /** Ping period; a client that misses a pong for a whole period is dropped. */

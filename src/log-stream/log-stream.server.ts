@@ -7,6 +7,7 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { Authorizer, bearerTokenOf } from '../auth/authorizer.js';
@@ -37,6 +38,11 @@ export const LOG_STREAM_PROTOCOL = 'kiln.logs.v1';
 const BEARER_PROTOCOL = 'bearer.';
 const TENANT_PROTOCOL = 'tenant.';
 const MAX_INBOUND_BYTES = 64 * 1024;
+/** The page scheme behind an upgrade's X-Forwarded-Proto of `ws`/`wss` (Traefik writes these). */
+const WEBSOCKET_SCHEMES = new Map([
+  ['ws', 'http'],
+  ['wss', 'https'],
+]);
 
 interface Upgrade {
   readonly buildId: string;
@@ -122,7 +128,11 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
 
   private async authorize(request: IncomingMessage, rawBuildId: string): Promise<Upgrade> {
     const origin = request.headers.origin;
-    if (origin !== undefined && !this.config.wsAllowedOrigins.includes(origin)) {
+    if (
+      origin !== undefined &&
+      origin !== ownOriginOf(request, this.config.trustProxyHops) &&
+      !this.config.wsAllowedOrigins.includes(origin)
+    ) {
       throw new ForbiddenError(`Origin ${origin} may not open log streams`);
     }
     const protocols = (request.headers['sec-websocket-protocol'] ?? '')
@@ -251,6 +261,47 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     await this.closeAll();
     this.wss.close();
   }
+}
+
+/**
+ * The origin of a page kiln itself served to this client (the console at `/`): the scheme the
+ * client reached kiln by, and the Host it asked for. The scheme is the connection's (https on TLS,
+ * else http) unless kiln trusts proxies (KILN_TRUST_PROXY_HOPS, as for X-Forwarded-For): then the
+ * X-Forwarded-Proto entry the outermost trusted proxy wrote. Undefined when the Host is missing or
+ * is not a bare host[:port], or the scheme is neither http nor https: no browser Origin matches.
+ */
+function ownOriginOf(request: IncomingMessage, trustProxyHops: number): string | undefined {
+  const { host } = request.headers;
+  if (host === undefined) return undefined;
+  const forwarded =
+    trustProxyHops > 0
+      ? forwardedProtoOf(request.headers['x-forwarded-proto'], trustProxyHops)
+      : undefined;
+  const scheme = forwarded ?? (request.socket instanceof TLSSocket ? 'https' : 'http');
+  if (scheme !== 'http' && scheme !== 'https') return undefined;
+  let url: URL;
+  try {
+    url = new URL(`${scheme}://${host}`);
+  } catch {
+    return undefined;
+  }
+  // A Host carrying user info, a path, a query or a fragment names no origin of kiln's.
+  return url.href === `${url.origin}/` ? url.origin : undefined;
+}
+
+/**
+ * Each proxy appends its entry (or replaces the header): counted from the right, as proxy-addr
+ * counts X-Forwarded-For hops, the `hops`-th entry is the outermost trusted proxy's, the scheme the
+ * client used. Fewer entries than hops: the leftmost. Some proxies (Traefik) write `ws`/`wss` for
+ * an upgrade: the page that opened it was http/https.
+ */
+function forwardedProtoOf(header: string | string[] | undefined, hops: number): string | undefined {
+  const entries = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== '');
+  const entry = entries[Math.max(0, entries.length - hops)];
+  return entry === undefined ? undefined : (WEBSOCKET_SCHEMES.get(entry) ?? entry);
 }
 
 /** Answers an upgrade with a plain HTTP error in the spec's Error shape; no 101 is ever sent. */
