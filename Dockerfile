@@ -22,8 +22,11 @@ ENV npm_config_update_notifier=false \
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci
 COPY nest-cli.json tsconfig.json tsconfig.build.json ./
+COPY scripts/build-console.sh scripts/openapi-document.cjs ./scripts/
 COPY src ./src
+# The app, then the web console into dist/console/ (its API types from the app's own document).
 RUN npx nest build \
+ && bash scripts/build-console.sh \
  && npm prune --omit=dev --omit=optional \
  && npm cache clean --force
 

@@ -25,7 +25,7 @@ test: system-deps deps build lint ## Install what is missing, build, lint, and r
 ##@ Development
 
 .PHONY: system-deps
-system-deps: ## Install buildah, docker-registry, busybox-static, git and Go + sprig (chart tests) when missing (apt-get as root).
+system-deps: ## Install buildah, docker-registry, busybox-static, git, Go + sprig (chart tests) and Chromium (console tests) when missing (apt-get as root).
 	@bash scripts/system-deps.sh
 
 .PHONY: deps
@@ -43,8 +43,8 @@ lint: deps build lint-openapi ## ESLint (type-aware), Prettier check, tsc --noEm
 	npx depcruise src --config .dependency-cruiser.cjs
 
 .PHONY: lint-openapi
-lint-openapi: build ## redocly (recommended) and Spectral (oas) on the OpenAPI document of dist/: no error, no warning.
-	node scripts/openapi-lint.cjs
+lint-openapi: build ## redocly (recommended) and Spectral (oas) on the OpenAPI document (dist/openapi.json): no error, no warning.
+	node scripts/openapi-lint.cjs dist/openapi.json
 
 .PHONY: lint-arch
 lint-arch: deps ## Only the layering rules (.dependency-cruiser.cjs) on src/.
@@ -56,8 +56,9 @@ format: deps ## Rewrite files with Prettier and apply ESLint fixes.
 	npx eslint --fix .
 
 .PHONY: build
-build: deps ## Compile src/ to dist/.
+build: deps ## Compile src/ to dist/, and build the web console into dist/console/ (scripts/build-console.sh).
 	npx nest build
+	bash scripts/build-console.sh
 
 .PHONY: image
 IMAGE ?= kiln:$(shell node -p "require('./package.json').version")

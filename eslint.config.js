@@ -27,7 +27,19 @@ const kubernetes = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.kiln/', '**/*.cjs', '*.config.js'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      '.kiln/',
+      'test-results/',
+      '**/*.cjs',
+      '*.config.js',
+      // Generated at build from kiln's OpenAPI document (scripts/build-console.sh).
+      'src/console/src/api/schema.gen.ts',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -52,6 +64,61 @@ export default tseslint.config(
   // Each adapter may import its own library (and only its own).
   { files: typeormOnlyIn, rules: { 'no-restricted-imports': restricted(kubernetes) } },
   { files: kubernetesOnlyIn, rules: { 'no-restricted-imports': restricted(typeorm) } },
+  {
+    // The web console (src/console/, its own tsconfig: DOM, Preact JSX). Its own rules keep the
+    // token out of storage that outlives the tab or that other code reads, and keep markup made
+    // from log text or API data out of innerHTML (docs/adr/0028-web-console.md).
+    files: ['src/console/**/*.{ts,tsx}'],
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        sessionStorage: 'readonly',
+        navigator: 'readonly',
+        WebSocket: 'readonly',
+        fetch: 'readonly',
+        URL: 'readonly',
+        URLSearchParams: 'readonly',
+      },
+    },
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        { name: 'localStorage', message: 'Tokens and drafts stay in sessionStorage (ADR 0028).' },
+        { name: 'eval', message: 'The console runs without unsafe-eval.' },
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'window', property: 'localStorage', message: 'Use sessionStorage (ADR 0028).' },
+        { object: 'document', property: 'cookie', message: 'kiln sets no cookie (ADR 0028).' },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./){2,}',
+              message:
+                'The console imports only its own modules and packages: it meets the server through the API (schema.gen.ts).',
+            },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "JSXAttribute[name.name='dangerouslySetInnerHTML']",
+          message: 'Render text as text: log lines and API data are never markup.',
+        },
+        {
+          selector: 'AssignmentExpression[left.property.name=/^(innerHTML|outerHTML)$/]',
+          message: 'Render text as text: log lines and API data are never markup.',
+        },
+      ],
+    },
+  },
   {
     // Tests assert on untyped JSON bodies and build fixtures freely.
     files: ['**/*.spec.ts', 'test/**/*.ts', 'bench/**/*.ts'],

@@ -2,7 +2,8 @@
 # Installs the system packages kiln's local runner and its tests need, when they are missing:
 # buildah (builds), docker-registry (the local registry tests push to), busybox-static (a base
 # image made in tests without pulling), git (sources), and Go 1.19 with sprig, semver, yaml.v2 and
-# yaml.v3 (the chart tests render charts/kiln with Helm's template engine, test/support/helm/).
+# yaml.v3 (the chart tests render charts/kiln with Helm's template engine, test/support/helm/),
+# and Chromium with a font (the web console's browser tests drive it through playwright-core).
 # As root on Debian it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -10,12 +11,14 @@ declare -A PACKAGE_FOR=(
   [buildah]=buildah
   [docker-registry]=docker-registry
   [git]=git
+  [chromium]=chromium
 )
 missing=()
 for command in "${!PACKAGE_FOR[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${PACKAGE_FOR[$command]}")
 done
 [[ -x /bin/busybox ]] || missing+=(busybox-static)
+[[ -d /usr/share/fonts/truetype/dejavu ]] || missing+=(fonts-dejavu-core)
 [[ -x /usr/lib/go-1.19/bin/go ]] || missing+=(golang-1.19-go)
 [[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] ||
   missing+=(golang-github-masterminds-sprig-dev)

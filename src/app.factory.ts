@@ -6,6 +6,7 @@ import { AppModule, type AppOptions, composesApi } from './app.module.js';
 import { JWT_SECRET } from './auth/jwt.constants.js';
 import { answerClientErrors } from './common/client-error.js';
 import { serveOpenApi } from './common/openapi-document.js';
+import { serveConsole } from './console-host/serve-console.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
 import { jsonBodyOptions } from './common/json-body.js';
 import { NestPinoLogger } from './common/logger.js';
@@ -44,6 +45,7 @@ export async function createApp(
   if (composesApi(config.role)) {
     app.get(LogSink).registerProcessSecrets({ 'JWT signing secret': app.get<string>(JWT_SECRET) });
     serveOpenApi(app);
+    serveConsole(app);
   }
   return app;
 }

@@ -29,9 +29,11 @@ function copies(stage: Stage): Array<{ from: string | undefined; sources: string
   });
 }
 
+/** The server's sources: the web console (src/console/) is bundled at build and ships none. */
 function* sourceFiles(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
+    if (path === join(ROOT, 'src', 'console')) continue;
     if (statSync(path).isDirectory()) yield* sourceFiles(path);
     else if (path.endsWith('.ts') && !path.endsWith('.spec.ts')) yield path;
   }

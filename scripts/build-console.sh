@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the web console into dist/console/ (run by `make build`, after `nest build`):
+#  1. kiln's OpenAPI document from the compiled app (no database): dist/openapi.json;
+#  2. the console's API types from it (openapi-typescript): src/console/src/api/schema.gen.ts,
+#     not committed, so the console can never drift from the API it talks to;
+#  3. the console's type check (its own tsconfig, TypeScript strict);
+#  4. Vite's production build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+node scripts/openapi-document.cjs dist/openapi.json
+npx --no-install openapi-typescript dist/openapi.json \
+  --output src/console/src/api/schema.gen.ts --silent
+npx --no-install tsc -p src/console/tsconfig.json
+npx --no-install vite build --config src/console/vite.config.ts --logLevel warn

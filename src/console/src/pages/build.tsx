@@ -1,0 +1,353 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, api, tenantHeader, unwrap } from '../api/client.js';
+import { ErrorNotice } from '../components/error-notice.js';
+import { StatusBadge } from '../components/status-badge.js';
+import { buildDuration, duration, shortCommit, when } from '../format.js';
+import { expireSession } from '../expiry.js';
+import { type Connection, type LogLine, followLive, readPages } from '../logs/log-source.js';
+import { LogView } from '../logs/log-view.js';
+import { can } from '../permissions.js';
+import { usePoll } from '../poll.js';
+import { link, navigate } from '../router.js';
+
+const ACTIVE = new Set(['queued', 'in_progress']);
+
+type Build = Awaited<ReturnType<typeof fetchBuild>>['build'];
+
+async function fetchBuild(id: string) {
+  const params = { params: { path: { id }, header: tenantHeader() } };
+  const [build, status] = await Promise.all([
+    unwrap(api.GET('/api/v1/builds/{id}', params)),
+    unwrap(api.GET('/api/v1/builds/{id}/status', params)),
+  ]);
+  return { build, status };
+}
+
+/** The answer, or undefined when the build has none (404): SBOM and scan are optional. */
+async function optional<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (failure) {
+    if (failure instanceof ApiError && failure.status === 404) return undefined;
+    throw failure;
+  }
+}
+
+/**
+ * One build: status, progress (step n of m, ETA), failure, SBOM and scan summaries, the actions
+ * the role and the state allow, and the log (live over the WebSocket while the build may still
+ * print, else the HTTP pages).
+ */
+export function BuildPage({ id }: { id: string }) {
+  const [refresh, setRefresh] = useState(0);
+  const polled = usePoll(
+    `${id}:${refresh}`,
+    () => fetchBuild(id),
+    ({ build }) => ACTIVE.has(build.status),
+  );
+  const build = polled.data?.build;
+  const status = polled.data?.status;
+
+  return (
+    <main id="main">
+      <p>
+        <a href="/" onClick={link('/')}>
+          ← Builds
+        </a>
+      </p>
+      {polled.error !== undefined && <ErrorNotice error={polled.error} />}
+      {build !== undefined && status !== undefined && (
+        <>
+          <Summary build={build} status={status} />
+          <Actions build={build} onChange={() => setRefresh((n) => n + 1)} />
+          <Artifacts id={id} done={!ACTIVE.has(build.status)} />
+          <Log id={id} build={build} onEnded={() => setRefresh((n) => n + 1)} />
+        </>
+      )}
+    </main>
+  );
+}
+
+function Summary({
+  build,
+  status,
+}: {
+  build: Build;
+  status: Awaited<ReturnType<typeof fetchBuild>>['status'];
+}) {
+  const progress = status.progress;
+  const eta = status.estimated_completion;
+  return (
+    <section aria-labelledby="build-heading">
+      <h1 id="build-heading">
+        Build #{build.build_number} <StatusBadge status={build.status} />
+      </h1>
+      <dl class="facts">
+        <dt>Branch</dt>
+        <dd>{build.git_branch ?? '—'}</dd>
+        <dt>Commit</dt>
+        <dd>
+          <code>{shortCommit(build.git_commit) || '—'}</code>
+        </dd>
+        <dt>Author</dt>
+        <dd>
+          {build.git_author_name ?? '—'}
+          {build.git_author_email ? ` <${build.git_author_email}>` : ''}
+        </dd>
+        <dt>Created</dt>
+        <dd>{when(build.created_at)}</dd>
+        <dt>Started</dt>
+        <dd>{when(build.started_at) || '—'}</dd>
+        <dt>Completed</dt>
+        <dd>{when(build.completed_at) || '—'}</dd>
+        <dt>Duration</dt>
+        <dd>{buildDuration(build) ?? '—'}</dd>
+        {build.image_digest && (
+          <>
+            <dt>Image</dt>
+            <dd>
+              <code>{(build.images ?? []).join(', ')}</code> <code>{build.image_digest}</code>
+            </dd>
+          </>
+        )}
+      </dl>
+      {progress && (
+        <div class="progress">
+          <label for="build-progress">
+            Step {progress.current_step} of {progress.total_steps}
+            {eta && build.status === 'in_progress'
+              ? ` · about ${duration(Date.parse(eta) - Date.now())} left`
+              : ''}
+          </label>
+          <progress id="build-progress" max={100} value={progress.percentage}>
+            {Math.round(progress.percentage)}%
+          </progress>
+        </div>
+      )}
+      {(build.error_message || status.error) && (
+        <div class="failure" role="alert">
+          <h2>Why it failed</h2>
+          <p>{build.error_message ?? status.error}</p>
+        </div>
+      )}
+    </section>
+  );
+}
+
+type Pending = 'cancel' | 'delete' | undefined;
+
+/** Start, cancel (with a reason), retry and delete: each shown only when role and state allow it. */
+function Actions({ build, onChange }: { build: Build; onChange: () => void }) {
+  const [pending, setPending] = useState<Pending>();
+  const [reason, setReason] = useState('');
+  const [done, setDone] = useState('');
+  const [error, setError] = useState<ApiError | undefined>();
+  const params = { params: { path: { id: build.id }, header: tenantHeader() } };
+
+  async function act(what: string, call: () => Promise<unknown>, after?: () => void) {
+    setError(undefined);
+    setDone('');
+    try {
+      await call();
+      setPending(undefined);
+      setDone(what);
+      (after ?? onChange)();
+    } catch (failure) {
+      if (!(failure instanceof ApiError)) throw failure;
+      setError(failure);
+    }
+  }
+
+  const canStart = build.status === 'queued' && can('build:create');
+  const canCancel = build.status === 'in_progress' && can('build:cancel');
+  const canRetry = build.status === 'failed' && can('build:create');
+  const canDelete = build.status !== 'in_progress' && can('build:delete');
+  if (!canStart && !canCancel && !canRetry && !canDelete && done === '') return null;
+
+  return (
+    <section class="actions" aria-label="Actions">
+      {canStart && (
+        <button
+          type="button"
+          onClick={() =>
+            void act('Build started.', () => unwrap(api.POST('/api/v1/builds/{id}/start', params)))
+          }
+        >
+          Start
+        </button>
+      )}
+      {canCancel && pending !== 'cancel' && (
+        <button type="button" class="danger" onClick={() => setPending('cancel')}>
+          Cancel…
+        </button>
+      )}
+      {canRetry && (
+        <button
+          type="button"
+          onClick={() =>
+            void act(
+              'Retry queued.',
+              async () => {
+                const retry = await unwrap(api.POST('/api/v1/builds/{id}/retry', params));
+                navigate(`/builds/${retry.id}`);
+              },
+              () => undefined,
+            )
+          }
+        >
+          Retry
+        </button>
+      )}
+      {canDelete && pending !== 'delete' && (
+        <button type="button" class="danger" onClick={() => setPending('delete')}>
+          Delete…
+        </button>
+      )}
+      {pending === 'cancel' && (
+        <form
+          class="confirm"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void act('Build cancelled.', () =>
+              unwrap(
+                api.POST('/api/v1/builds/{id}/cancel', {
+                  ...params,
+                  body: reason.trim() === '' ? {} : { reason: reason.trim() },
+                }),
+              ),
+            );
+          }}
+        >
+          <label for="cancel-reason">Reason (optional)</label>
+          <input
+            id="cancel-reason"
+            value={reason}
+            maxLength={1000}
+            onInput={(event) => setReason(event.currentTarget.value)}
+          />
+          <button type="submit" class="danger">
+            Cancel build #{build.build_number}
+          </button>
+          <button type="button" class="secondary" onClick={() => setPending(undefined)}>
+            Keep it running
+          </button>
+        </form>
+      )}
+      {pending === 'delete' && (
+        <div class="confirm" role="group" aria-label="Confirm delete">
+          <p>Delete build #{build.build_number} and its log? This cannot be undone.</p>
+          <button
+            type="button"
+            class="danger"
+            onClick={() =>
+              void act(
+                'Build deleted.',
+                () => unwrap(api.DELETE('/api/v1/builds/{id}', params)),
+                () => navigate('/?deleted=1'),
+              )
+            }
+          >
+            Delete build #{build.build_number}
+          </button>
+          <button type="button" class="secondary" onClick={() => setPending(undefined)}>
+            Keep it
+          </button>
+        </div>
+      )}
+      <p role="status" class="done">
+        {done}
+      </p>
+      {error !== undefined && <ErrorNotice error={error} />}
+    </section>
+  );
+}
+
+/** SBOM and scan summaries, once the build is over and when its steps uploaded them. */
+function Artifacts({ id, done }: { id: string; done: boolean }) {
+  const [sbom, setSbom] = useState<{
+    tool: string;
+    format: string;
+    packages?: number;
+    truncated: boolean;
+  }>();
+  const [scan, setScan] = useState<{ tool: string; summary: Record<string, number> }>();
+  useEffect(() => {
+    if (!done) return;
+    const params = { params: { path: { id }, header: tenantHeader() } };
+    void optional(unwrap(api.GET('/api/v1/builds/{id}/sbom', params))).then((answer) => {
+      if (answer === undefined) return;
+      const document = answer.document as { packages?: unknown[]; components?: unknown[] } | null;
+      const packages = document?.packages?.length ?? document?.components?.length;
+      setSbom({
+        tool: answer.tool,
+        format: answer.format,
+        truncated: answer.truncated,
+        ...(packages !== undefined && { packages }),
+      });
+    });
+    void optional(unwrap(api.GET('/api/v1/builds/{id}/scan', params))).then((answer) => {
+      if (answer !== undefined) setScan({ tool: answer.tool, summary: answer.summary });
+    });
+  }, [id, done]);
+  if (sbom === undefined && scan === undefined) return null;
+  return (
+    <section aria-labelledby="artifacts-heading" class="artifacts">
+      <h2 id="artifacts-heading">SBOM and scan</h2>
+      {sbom && (
+        <p>
+          SBOM by {sbom.tool} ({sbom.format})
+          {sbom.packages !== undefined ? `: ${sbom.packages} packages` : ''}
+          {sbom.truncated ? ' · truncated (larger than the server keeps)' : ''}
+        </p>
+      )}
+      {scan && (
+        <p>
+          Scan by {scan.tool}:{' '}
+          {['critical', 'high', 'medium', 'low', 'negligible', 'unknown']
+            .map((severity) => `${scan.summary[severity] ?? 0} ${severity}`)
+            .join(', ')}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/**
+ * The log: live over the WebSocket while the build is queued or running (it replays from the
+ * first line, then follows), else read in pages. Lines live in one array appended in place; the
+ * view is told by `version`.
+ */
+function Log({ id, build, onEnded }: { id: string; build: Build; onEnded: () => void }) {
+  const lines = useRef<LogLine[]>([]);
+  const [version, setVersion] = useState(0);
+  const [connection, setConnection] = useState<Connection>({ state: 'connecting' });
+  const live = ACTIVE.has(build.status);
+  const [mode] = useState<'live' | 'pages'>(live ? 'live' : 'pages');
+
+  useEffect(() => {
+    lines.current = [];
+    const sink = {
+      lines(batch: readonly LogLine[]) {
+        for (const line of batch) {
+          if (line.seq === lines.current.length) lines.current.push(line);
+        }
+        setVersion((v) => v + 1);
+      },
+      connection(next: Connection) {
+        setConnection(next);
+        if (next.state === 'ended' && mode === 'live') onEnded();
+      },
+      expired: expireSession,
+    };
+    return mode === 'live' ? followLive(id, 0, sink) : readPages(id, sink);
+  }, [id, mode]);
+
+  return (
+    <LogView
+      lines={lines.current}
+      version={version}
+      connection={connection}
+      fileName={`build-${build.build_number}-${id.slice(0, 8)}.log`}
+    />
+  );
+}
