@@ -1,5 +1,7 @@
 import type { Page } from 'playwright-core';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BuildArtifacts } from '../src/artifacts/build-artifacts.js';
 import { LogSink } from '../src/logs/log-sink.js';
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
@@ -11,12 +13,13 @@ import {
   seriousA11yViolations,
   text,
 } from './support/browser.js';
-import { ApiClient } from './support/builds.js';
+import { ApiClient, wizardManifest } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { type TestApp, startTestApp } from './support/test-app.js';
 
 const ESC = '\u001b';
+const FIXTURES = join(__dirname, '..', 'src', 'artifacts', 'fixtures');
 
 /**
  * The build page end to end in Chromium: status, actions by role and state, and the log, live over
@@ -154,6 +157,47 @@ describe('the console’s build page in Chromium', () => {
       await page.getByRole('button', { name: /^Delete build #/ }).click();
       await page.waitForURL((url) => url.pathname === '/');
       expect((await admin.request('GET', `/builds/${retryId}`)).status).toBe(404);
+      expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('summarises the SBOM and the scan a build uploaded', async () => {
+    const manifest = wizardManifest('kaniko');
+    manifest['name'] = 'with artifacts';
+    const response = await admin.request('POST', '/builds', {
+      tenant_id: seeded.tenantA,
+      project_id: seeded.projectA,
+      manifest,
+    });
+    expect(response.status).toBe(201);
+    const id = ((await response.json()) as { data: { id: string } }).data.id;
+    expect((await admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
+    const artifacts = kiln.app.get(BuildArtifacts);
+    for (const [kind, fixture] of [
+      ['sbom', 'sbom-syft.spdx.json'],
+      ['scan', 'trivy-alpine-310.json'],
+    ] as const) {
+      const bytes = await readFile(join(FIXTURES, fixture));
+      await artifacts.receive(id, kind, { bytes, receivedBytes: bytes.length });
+    }
+    await runner.succeed(id);
+    const scan = (await (await admin.request('GET', `/builds/${id}/scan`)).json()) as {
+      summary: Record<string, number>;
+    };
+    const { page, problems, close } = await signedIn(seeded.users.admin.email);
+    try {
+      await page.goto(`/builds/${id}`);
+      await eventually(async () =>
+        expect(await text(page.locator('.artifacts'))).toContain(
+          'SBOM by syft (spdx-json): 3 packages',
+        ),
+      );
+      expect(await text(page.locator('.artifacts'))).toContain(
+        `Scan by trivy: ${scan.summary['critical']} critical, ${scan.summary['high']} high`,
+      );
+      expect(await seriousA11yViolations(page)).toEqual([]);
       expect(problems).toEqual([]);
     } finally {
       await close();
