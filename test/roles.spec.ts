@@ -41,6 +41,7 @@ const API_CONTROLLERS = [
   'HealthController',
   'LogsController',
   'ProjectsController',
+  'TenantsController',
 ];
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
