@@ -151,5 +151,24 @@ export default tseslint.config(
       },
     },
   },
+  {
+    // Pages split into a folder (src/console/src/pages/<page>/) are one level deeper: they may
+    // reach src/console/src (../../), never outside the console.
+    files: ['src/console/src/pages/*/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./){3,}',
+              message:
+                'The console imports only its own modules and packages: it meets the server through the API (schema.gen.ts).',
+            },
+          ],
+        },
+      ],
+    },
+  },
   prettier,
 );

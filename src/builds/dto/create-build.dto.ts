@@ -30,6 +30,7 @@ export class ReferenceCreateBuildDto {
   git_branch!: string;
 
   @ApiPropertyOptional({
+    type: String,
     nullable: true,
     minLength: 7,
     maxLength: 40,

@@ -4,6 +4,8 @@ import { type Session, onSessionChange, session, setSession } from './api/sessio
 import { BuildsList } from './pages/builds-list.js';
 import { SignIn } from './pages/sign-in.js';
 import { BuildPage } from './pages/build.js';
+import { NewBuild } from './pages/new-build/new-build.js';
+import { can } from './permissions.js';
 import { Tenants, rememberReturn } from './pages/tenants.js';
 import { here, link, navigate, useRoute } from './router.js';
 
@@ -41,6 +43,7 @@ export function App() {
       {route.page === 'tenants' && <Tenants />}
       {route.page === 'builds' && <BuildsList query={route.query} />}
       {route.page === 'build' && <BuildPage id={route.id} />}
+      {route.page === 'new-build' && <NewBuild />}
     </>
   );
 }
@@ -55,6 +58,11 @@ function Header({ session: current }: { session: Session }) {
         <a href="/" onClick={link('/')}>
           Builds
         </a>
+        {can('build:create') && (
+          <a href="/builds/new" onClick={link('/builds/new')}>
+            New build
+          </a>
+        )}
       </nav>
       <div class="who">
         {current.tenantName !== undefined && (

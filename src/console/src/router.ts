@@ -5,12 +5,14 @@ export type Route =
   | { readonly page: 'sign-in' }
   | { readonly page: 'tenants' }
   | { readonly page: 'builds'; readonly query: URLSearchParams }
-  | { readonly page: 'build'; readonly id: string };
+  | { readonly page: 'build'; readonly id: string }
+  | { readonly page: 'new-build' };
 
 export function parseRoute(location: { pathname: string; search: string }): Route {
   const path = location.pathname.replace(/\/+$/, '') || '/';
   if (path === '/sign-in') return { page: 'sign-in' };
   if (path === '/tenants') return { page: 'tenants' };
+  if (path === '/builds/new') return { page: 'new-build' };
   const build = /^\/builds\/([0-9a-f-]{36})$/i.exec(path);
   if (build !== null) return { page: 'build', id: build[1]! };
   return { page: 'builds', query: new URLSearchParams(location.search) };

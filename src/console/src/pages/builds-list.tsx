@@ -5,6 +5,7 @@ import { StatusBadge } from '../components/status-badge.js';
 import { buildDuration, shortCommit, when } from '../format.js';
 import { link, navigate } from '../router.js';
 import { usePoll } from '../poll.js';
+import { can } from '../permissions.js';
 
 const STATUSES = ['queued', 'in_progress', 'success', 'failed', 'cancelled'] as const;
 const SORTS = ['created_at', 'updated_at', 'build_number'] as const;
@@ -85,7 +86,14 @@ export function BuildsList({ query: params }: { query: URLSearchParams }) {
 
   return (
     <main id="main">
-      <h1>Builds</h1>
+      <div class="page-head">
+        <h1>Builds</h1>
+        {can('build:create') && (
+          <a class="button" href="/builds/new" onClick={link('/builds/new')}>
+            New build
+          </a>
+        )}
+      </div>
       <form class="filters" onSubmit={(event) => event.preventDefault()}>
         <label>
           Status
