@@ -1,0 +1,95 @@
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { Page } from 'playwright-core';
+import { TestBrowser, eventually, screenshot, text } from './support/browser.js';
+import { LocalRegistry } from './support/registry.js';
+import { type TestApp, startTestApp } from './support/test-app.js';
+
+const ADMIN = { email: 'admin@example.com', password: 'change me, please' };
+
+/**
+ * README's quick start with clicks only: kiln as `make run` starts it (local runner, a bootstrap
+ * admin, a local registry), then sign in, the wizard's kaniko build of `FROM scratch`, Start, the
+ * log, and the image in the registry. Nothing is prepared through the API.
+ */
+describe('the README quick start, with clicks only', () => {
+  const dataDir = mkdtempSync('/dev/shm/kiln-quickstart-');
+  let registry: LocalRegistry;
+  let kiln: TestApp;
+  let browser: TestBrowser;
+
+  beforeAll(async () => {
+    registry = await LocalRegistry.start();
+    kiln = await startTestApp({
+      env: {
+        KILN_RUNNER: 'local',
+        KILN_DATA_DIR: dataDir,
+        KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
+        KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
+        KILN_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
+        KILN_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+      },
+    });
+    browser = await TestBrowser.launch();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await kiln?.close();
+    await registry?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const field = (page: Page, label: string) => page.getByLabel(label, { exact: true });
+  const next = async (page: Page, title: string) => {
+    await page.getByRole('button', { name: 'Next' }).click();
+    await eventually(async () =>
+      expect(await text(page.getByRole('heading', { level: 2 }))).toContain(title),
+    );
+  };
+
+  it('builds FROM scratch through the wizard and pushes the image', async () => {
+    const { page, problems, context } = await browser.open(kiln.baseUrl);
+    try {
+      await page.goto('/');
+      await page.waitForURL('**/sign-in');
+      await field(page, 'E-mail').fill(ADMIN.email);
+      await field(page, 'Password').fill(ADMIN.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((url) => url.pathname === '/');
+
+      await page.getByRole('banner').getByRole('link', { name: 'New build' }).click();
+      await eventually(async () =>
+        expect(await text(page.getByRole('heading', { level: 2 }))).toContain('Project and form'),
+      );
+      await field(page, 'Project').selectOption({ index: 1 });
+      await next(page, 'Build method');
+      await page.getByRole('radio', { name: /^kaniko:/ }).check();
+      await field(page, 'Name (optional)').fill('hello');
+      await next(page, 'Method settings');
+      await field(page, 'Dockerfile').fill('FROM scratch\nLABEL hello=world\n');
+      await field(page, 'Registry repository').fill(`${registry.address}/kiln/hello`);
+      await next(page, 'Build configuration');
+      await next(page, 'Tags and environment');
+      await field(page, 'Tags').fill('v1');
+      await next(page, 'Review');
+      await page.getByRole('button', { name: 'Create build' }).click();
+      await page.waitForURL((url) => /^\/builds\/[0-9a-f-]{36}$/.test(url.pathname));
+
+      await page.getByRole('button', { name: 'Start' }).click();
+      await eventually(
+        async () => expect(await text(page.locator('h1 .badge'))).toBe('success'),
+        120_000,
+      );
+      await eventually(async () =>
+        expect(await page.getAttribute('.log-panel [data-state]', 'data-state')).toBe('ended'),
+      );
+      expect(await page.locator('.log .line').count()).toBeGreaterThan(0);
+      await screenshot(page, 'quickstart-success');
+      expect(await registry.tags('kiln/hello')).toEqual(['v1']);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 240_000);
+});
