@@ -83,6 +83,7 @@ bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (abo
 	node bench/api.bench.mjs
 	node bench/operator.bench.mjs
 	node bench/logscale.bench.mjs
+	node bench/console.bench.mjs
 
 .PHONY: soak
 soak: system-deps build ## Memory soak: 20 local builds of 200,000 lines with subscribers; RSS before, during, after.

@@ -129,6 +129,56 @@ describe('the console’s build page in Chromium', () => {
     }
   });
 
+  it('shows step n of m with the time left, and pauses and resumes following the log', async () => {
+    // One successful build before it: the ETA is its start plus the project's median run time.
+    const earlier = (await admin.createBuild(seeded.projectA, 'progress-history')).id as string;
+    expect((await admin.request('POST', `/builds/${earlier}/start`)).status).toBe(200);
+    await runner.succeed(earlier);
+    const build = await admin.createBuild(seeded.projectA, 'progress');
+    const id = build.id as string;
+    expect((await admin.request('POST', `/builds/${id}/start`)).status).toBe(200);
+    await runner.progress(id, 2, 5);
+    await sink.append(
+      id,
+      Array.from({ length: 200 }, (_, i) => ({ text: `line ${i + 1}` })),
+    );
+    const { page, problems, close } = await signedIn(seeded.users.admin.email);
+    const log = page.locator('.log');
+    const scrollTop = () => log.evaluate((box) => box.scrollTop);
+    const atEnd = () =>
+      log.evaluate((box) => box.scrollTop + box.clientHeight >= box.scrollHeight - 20);
+    try {
+      await page.goto(`/builds/${id}`);
+      await eventually(async () =>
+        expect(await text(page.locator('.progress label'))).toMatch(
+          /^Step 2 of 5 · (about \d+ s left|past its usual run time)$/,
+        ),
+      );
+      expect(await page.locator('progress').getAttribute('value')).toBe('40');
+
+      // Following: the newest line is in sight.
+      await eventually(async () => expect(await renderedSeqs(page)).toContain(199));
+      await eventually(async () => expect(await atEnd()).toBe(true));
+
+      // Paused: new lines arrive, the view stays where it is.
+      await page.getByRole('button', { name: 'Pause' }).click();
+      await log.evaluate((box) => (box.scrollTop = 0));
+      await sink.append(id, [{ text: 'while paused' }]);
+      await eventually(async () =>
+        expect(await text(page.locator('.log-panel [data-state]'))).toContain('201 lines'),
+      );
+      expect(await scrollTop()).toBe(0);
+
+      // Following again: back to the end, the new line in sight.
+      await page.getByRole('button', { name: 'Follow' }).click();
+      await eventually(async () => expect(await atEnd()).toBe(true));
+      expect(await renderedSeqs(page)).toContain(200);
+      expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
   it('shows why a build failed, retries it and deletes the retry', async () => {
     const build = await admin.createBuild(seeded.projectA, 'failing');
     expect((await admin.request('POST', `/builds/${build.id}/start`)).status).toBe(200);

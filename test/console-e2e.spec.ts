@@ -186,6 +186,53 @@ describe('the web console in Chromium', () => {
     }
   });
 
+  it('pages and sorts the list, refreshes it while a build is active, and signs out', async () => {
+    // Tenant B: 21 builds of its own, one more than a page.
+    const adminB = new ApiClient(
+      kiln,
+      await tokenFor(kiln.baseUrl, seeded.users.adminB.email),
+      seeded.tenantB,
+    );
+    const builds: Array<Record<string, any>> = [];
+    for (let i = 0; i < 21; i++) builds.push(await adminB.createBuild(seeded.projectB, `b-${i}`));
+    const { page, problems, context } = await browser.open(kiln.baseUrl);
+    const rows = () => page.locator('table.builds tbody tr');
+    try {
+      await page.goto('/sign-in');
+      await signIn(page, seeded.users.adminB.email);
+      await page.waitForURL((url) => url.pathname === '/');
+      await eventually(async () => expect(await rows().count()).toBe(20));
+      expect(await text(page.getByRole('status'))).toContain('21 builds');
+      expect(await text(rows().first())).toContain('secret-b #21');
+
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.waitForURL((url) => url.searchParams.get('page') === '2');
+      await eventually(async () => expect(await rows().count()).toBe(1));
+      expect(await text(rows().first())).toContain('secret-b #1');
+      await page.getByRole('button', { name: 'Previous' }).click();
+      await eventually(async () => expect(await rows().count()).toBe(20));
+
+      await page.getByLabel('Order').selectOption('asc');
+      await eventually(async () => expect(await text(rows().first())).toContain('secret-b #1'));
+
+      // A build on the page changes state: the list shows it without a reload.
+      expect((await adminB.request('POST', `/builds/${builds[0]!.id}/start`)).status).toBe(200);
+      await eventually(
+        async () => expect(await text(rows().first())).toContain('in progress'),
+        20_000,
+      );
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL('**/sign-in');
+      expect(await page.evaluate(() => sessionStorage.getItem('kiln.session'))).toBeNull();
+      await page.goto('/');
+      await page.waitForURL('**/sign-in');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('fits a narrow screen: nothing but the table scrolls sideways', async () => {
     const { page, problems, context } = await browser.open(kiln.baseUrl, { width: 360 });
     try {

@@ -31,42 +31,54 @@ const PAGE = 1000;
 const PROTOCOL = 'kiln.logs.v1';
 const RETRY_MS = [500, 1000, 2000, 5000, 10_000];
 
+/** Pages requested ahead of the one being shown: a finished log loads at the network's pace. */
+const PAGES_IN_FLIGHT = 4;
+
 /**
- * A finished build's log, read with GET …/logs pages of 1,000 lines from the start: the view
- * shows each page as it arrives ("loading n of m").
+ * A finished build's log, read with GET …/logs pages of 1,000 lines from the start, up to
+ * PAGES_IN_FLIGHT at a time once the first page gave the total, each shown in order as soon as
+ * the pages before it are ("loading n of m").
  */
 export function readPages(buildId: string, sink: LogSink): () => void {
   let stopped = false;
+  const fetchPage = (offset: number) =>
+    unwrap(
+      api.GET('/api/v1/builds/{id}/logs', {
+        params: { path: { id: buildId }, query: { offset, limit: PAGE }, header: tenantHeader() },
+      }),
+    );
   void (async () => {
-    let offset = 0;
-    for (;;) {
-      if (stopped) return;
-      try {
-        const page = await unwrap(
-          api.GET('/api/v1/builds/{id}/logs', {
-            params: {
-              path: { id: buildId },
-              query: { offset, limit: PAGE },
-              header: tenantHeader(),
-            },
-          }),
-        );
+    try {
+      let next = fetchPage(0);
+      const ahead: Array<ReturnType<typeof fetchPage>> = [];
+      let requested = 0;
+      for (;;) {
+        const page = await next;
         if (stopped) return;
         sink.lines(page.logs.map((line, i) => ({ ...line, seq: page.offset + i })));
-        offset = page.offset + page.logs.length;
-        sink.connection({ state: 'loading', loaded: offset, total: page.total_lines });
-        if (page.logs.length === 0 || offset >= page.total_lines) {
+        const loaded = page.offset + page.logs.length;
+        sink.connection({ state: 'loading', loaded, total: page.total_lines });
+        if (page.logs.length === 0 || loaded >= page.total_lines) {
           sink.connection({ state: 'ended', reason: 'complete' });
           return;
         }
-      } catch (failure) {
-        if (failure instanceof ApiError && failure.status === 401) return sink.expired();
-        sink.connection({
-          state: 'failed',
-          error: failure instanceof Error ? failure.message : String(failure),
-        });
-        return;
+        // Keep PAGES_IN_FLIGHT requests going for the pages after this one.
+        requested = Math.max(requested, loaded);
+        while (ahead.length < PAGES_IN_FLIGHT && requested < page.total_lines) {
+          const request = fetchPage(requested);
+          request.catch(() => undefined); // awaited in its turn; not an unhandled rejection
+          ahead.push(request);
+          requested += PAGE;
+        }
+        next = ahead.shift() ?? fetchPage(loaded);
       }
+    } catch (failure) {
+      if (stopped) return;
+      if (failure instanceof ApiError && failure.status === 401) return sink.expired();
+      sink.connection({
+        state: 'failed',
+        error: failure instanceof Error ? failure.message : String(failure),
+      });
     }
   })();
   return () => {

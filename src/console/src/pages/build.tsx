@@ -115,9 +115,7 @@ function Summary({
         <div class="progress">
           <label for="build-progress">
             Step {progress.current_step} of {progress.total_steps}
-            {eta && build.status === 'in_progress'
-              ? ` · about ${duration(Date.parse(eta) - Date.now())} left`
-              : ''}
+            {eta && build.status === 'in_progress' ? ` · ${timeLeft(Date.parse(eta))}` : ''}
           </label>
           <progress id="build-progress" max={100} value={progress.percentage}>
             {Math.round(progress.percentage)}%
@@ -132,6 +130,12 @@ function Summary({
       )}
     </section>
   );
+}
+
+/** The ETA as the user reads it: the project's median run time says when it usually ends. */
+function timeLeft(etaMs: number): string {
+  const left = etaMs - Date.now();
+  return left > 0 ? `about ${duration(left)} left` : 'past its usual run time';
 }
 
 type Pending = 'cancel' | 'delete' | undefined;
