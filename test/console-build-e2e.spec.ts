@@ -190,6 +190,7 @@ describe('the console’s build page in Chromium', () => {
       await eventually(async () =>
         expect(await text(page.locator('.failure'))).toContain('step 2/3 exited with code 2'),
       );
+      expect(await text(page.locator('.failure'))).toContain('A build step failed (BuildFailed)');
       await eventually(async () => expect(await connectionState(page)).toBe('ended'));
       expect(await renderedSeqs(page)).toEqual([0, 1]);
       expect(await page.getByRole('button', { name: 'Start' }).count()).toBe(0);

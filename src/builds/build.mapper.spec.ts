@@ -57,7 +57,7 @@ describe(toBuildResponse.name, () => {
     expect(response).toMatchObject({ image_digest: null, images: [] });
   });
 
-  it("keeps the spec's fields in the spec's order, the pushed image after them", () => {
+  it("keeps the spec's fields in the spec's order, the pushed image and the failure reason after them", () => {
     const response = toBuildResponse(stored({ imageDigest: DIGEST }));
 
     expect(Object.keys(response)).toEqual([
@@ -76,6 +76,7 @@ describe(toBuildResponse.name, () => {
       'updated_at',
       'image_digest',
       'images',
+      'failure_reason',
     ]);
   });
 });

@@ -32,6 +32,7 @@ export function toBuildResponse(build: BuildEntity): BuildDto {
     updated_at: build.updatedAt.toISOString(),
     image_digest: build.imageDigest,
     images: [...build.images],
+    failure_reason: build.failureReason,
   };
 }
 

@@ -1,5 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
+import {
+  BUILD_STATUSES,
+  type BuildStatus,
+  FAILURE_REASONS,
+  type FailureReason,
+} from '../../lifecycle/build-state.js';
 
 /** Spec 2.1: the create and retry responses carry this subset. */
 export class BuildSummaryDto {
@@ -37,6 +42,13 @@ export class BuildDto extends BuildSummaryDto {
       'Each reference the build pushed, `registry/repository:tag@sha256:…`; empty when none is known',
   })
   images!: string[];
+  @ApiPropertyOptional({
+    enum: FAILURE_REASONS,
+    nullable: true,
+    description:
+      'Why a failed build failed, as a code (BuildFailed: its own step failed; TimedOut, OutOfMemory, PodEvicted, ImagePullFailed and the others: the platform or its settings); null unless failed',
+  })
+  failure_reason!: FailureReason | null;
 }
 
 /** The wizard client reads the created build from `data`. */

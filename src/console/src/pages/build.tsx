@@ -12,6 +12,21 @@ import { link, navigate } from '../router.js';
 
 const ACTIVE = new Set(['queued', 'in_progress']);
 
+/** kiln's failure reasons (Build.failure_reason) as a user reads them. */
+const REASONS: Readonly<Record<string, string>> = {
+  BuildFailed: 'A build step failed',
+  TimedOut: 'The build ran past its time limit',
+  OutOfMemory: 'The build ran out of memory',
+  PodEvicted: "The build's pod was evicted",
+  PodDeleted: "The build's pod was deleted",
+  InvalidSpec: 'The build settings are invalid',
+  InternalError: 'kiln failed internally',
+  ImagePullFailed: 'The builder image could not be pulled',
+  PolicyViolation: "The image's scan findings break the scan policy",
+  SecretUnavailable: 'A secret could not be read',
+  RegistryUnauthorized: "The registry refused the build's credentials",
+};
+
 type Build = Awaited<ReturnType<typeof fetchBuild>>['build'];
 
 async function fetchBuild(id: string) {
@@ -122,10 +137,16 @@ function Summary({
           </progress>
         </div>
       )}
-      {(build.error_message || status.error) && (
+      {(build.failure_reason || build.error_message || status.error) && (
         <div class="failure" role="alert">
           <h2>Why it failed</h2>
-          <p>{build.error_message ?? status.error}</p>
+          {build.failure_reason && (
+            <p>
+              <strong>{REASONS[build.failure_reason] ?? build.failure_reason}</strong> (
+              <code>{build.failure_reason}</code>)
+            </p>
+          )}
+          {(build.error_message ?? status.error) && <p>{build.error_message ?? status.error}</p>}
         </div>
       )}
     </section>
