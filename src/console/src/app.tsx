@@ -7,7 +7,7 @@ import { BuildPage } from './pages/build.js';
 import { NewBuild } from './pages/new-build/new-build.js';
 import { can } from './permissions.js';
 import { Tenants, rememberReturn } from './pages/tenants.js';
-import { here, link, navigate, useRoute } from './router.js';
+import { type Route, here, link, navigate, parseRoute, useRoute } from './router.js';
 
 function useSession(): Session | undefined {
   const [current, setCurrent] = useState(session);
@@ -15,19 +15,32 @@ function useSession(): Session | undefined {
   return current;
 }
 
+/** Where a page must send the user first: to sign in, to pick a tenant, or nowhere. */
+function redirectFor(
+  page: Route['page'],
+  current: Session | undefined,
+): 'sign-in' | 'tenants' | undefined {
+  if (page === 'sign-in') return undefined;
+  if (current === undefined) return 'sign-in';
+  if (current.tenantId === undefined && page !== 'tenants') return 'tenants';
+  return undefined;
+}
+
 export function App() {
   const route = useRoute();
   const current = useSession();
 
-  // Pages need a session, and all but the picker a tenant.
-  const needsSignIn = current === undefined && route.page !== 'sign-in';
-  const needsTenant =
-    current !== undefined && current.tenantId === undefined && route.page !== 'tenants';
+  // Pages need a session, and all but the picker a tenant. On the sign-in page the sign-in itself
+  // decides where to go (the picker, or back where the user was).
+  const needsSignIn = redirectFor(route.page, current) === 'sign-in';
+  const needsTenant = redirectFor(route.page, current) === 'tenants';
   useEffect(() => {
-    if (needsSignIn) {
+    // Effects run after paint, when the sign-in may have moved on: decide on what holds now.
+    const now = redirectFor(parseRoute(location).page, session());
+    if (now === 'sign-in') {
       rememberReturn(here());
       navigate('/sign-in', true);
-    } else if (needsTenant) navigate('/tenants', true);
+    } else if (now === 'tenants') navigate('/tenants', true);
   }, [needsSignIn, needsTenant]);
   if (needsSignIn || needsTenant) return null;
 
