@@ -10,7 +10,8 @@ const ADMIN = { email: 'admin@example.com', password: 'change me, please' };
 /**
  * README's quick start with clicks only: kiln as `make run` starts it (local runner, a bootstrap
  * admin, a local registry), then sign in, the wizard's kaniko build of `FROM scratch`, Start, the
- * log, and the image in the registry. Nothing is prepared through the API.
+ * log, and the image in the registry. Nothing is prepared through the API. The other methods the
+ * local runner builds (buildx, container) run from the wizard the same way.
  */
 describe('the README quick start, with clicks only', () => {
   const dataDir = mkdtempSync('/dev/shm/kiln-quickstart-');
@@ -47,6 +48,66 @@ describe('the README quick start, with clicks only', () => {
       expect(await text(page.getByRole('heading', { level: 2 }))).toContain(title),
     );
   };
+
+  /** Signs in as the bootstrap admin and opens the wizard's method step for `method`. */
+  async function wizardFor(page: Page, method: string, name: string): Promise<void> {
+    await page.goto('/');
+    await page.waitForURL('**/sign-in');
+    await field(page, 'E-mail').fill(ADMIN.email);
+    await field(page, 'Password').fill(ADMIN.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => url.pathname === '/');
+    await page.getByRole('banner').getByRole('link', { name: 'New build' }).click();
+    await eventually(async () =>
+      expect(await text(page.getByRole('heading', { level: 2 }))).toContain('Project and form'),
+    );
+    await field(page, 'Project').selectOption({ index: 1 });
+    await next(page, 'Build method');
+    await page.getByRole('radio', { name: new RegExp(`^${method}:`) }).check();
+    await field(page, 'Name (optional)').fill(name);
+    await next(page, 'Method settings');
+  }
+
+  /** From the method settings on: tags, create, start, success, the image in the registry. */
+  async function finishAndRun(page: Page, repository: string, tag: string): Promise<void> {
+    await next(page, 'Build configuration');
+    await next(page, 'Tags and environment');
+    await field(page, 'Tags').fill(`${registry.address}/${repository}:${tag}`);
+    await next(page, 'Review');
+    await page.getByRole('button', { name: 'Create build' }).click();
+    await page.waitForURL((url) => /^\/builds\/[0-9a-f-]{36}$/.test(url.pathname));
+    await page.getByRole('button', { name: 'Start' }).click();
+    await eventually(
+      async () => expect(await text(page.locator('h1 .badge'))).toBe('success'),
+      120_000,
+    );
+    expect(await registry.tags(repository)).toContain(tag);
+  }
+
+  it('runs a buildx build from the wizard in buildah and pushes it', async () => {
+    const { page, problems, context } = await browser.open(kiln.baseUrl);
+    try {
+      await wizardFor(page, 'buildx', 'buildx hello');
+      await field(page, 'Dockerfile').fill('FROM scratch\nLABEL method=buildx\n');
+      await finishAndRun(page, 'kiln/buildx-hello', 'v1');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 240_000);
+
+  it('runs a container build (base image and instructions) from the wizard in buildah and pushes it', async () => {
+    const { page, problems, context } = await browser.open(kiln.baseUrl);
+    try {
+      await wizardFor(page, 'container', 'container hello');
+      await field(page, 'Base image').fill('scratch');
+      await field(page, 'Instructions').fill('LABEL method=container\n');
+      await finishAndRun(page, 'kiln/container-hello', 'v1');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 240_000);
 
   it('builds FROM scratch through the wizard and pushes the image', async () => {
     const { page, problems, context } = await browser.open(kiln.baseUrl);
