@@ -1,4 +1,4 @@
-import type { Page } from 'playwright-core';
+import type { Page, Route } from 'playwright-core';
 import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import {
   TestBrowser,
@@ -539,6 +539,36 @@ describe('the console’s New build wizard in Chromium', () => {
       expect(await text(heading(page))).toContain('Review');
       await expectAccessible(page);
       expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('keeps the draft and says so when kiln cannot be reached on create, then creates on retry', async () => {
+    const { page, problems, context } = await browser.open(kiln.baseUrl);
+    try {
+      await signIn(page, seeded.users.developer.email);
+      await startManifest(page, 'kaniko');
+      await goOn(page, 'Method settings');
+      await METHOD_FIELDS.kaniko(page);
+      await goOn(page, 'Build configuration');
+      await goOn(page, 'Tags and environment');
+      await page.getByLabel('Tags', { exact: true }).fill('v1');
+      await goOn(page, 'Review');
+      // The network fails under the create: the connection is dropped before any answer.
+      const dropCreate = (route: Route) =>
+        route.request().method() === 'POST' ? route.abort('connectionreset') : route.continue();
+      await page.route('**/api/v1/builds', dropCreate);
+      await page.getByRole('button', { name: 'Create build' }).click();
+      await eventually(async () =>
+        expect(await text(page.getByRole('alert'))).toContain('kiln could not be reached'),
+      );
+      expect(await text(heading(page))).toContain('Review');
+      await page.unroute('**/api/v1/builds', dropCreate);
+
+      await page.getByRole('button', { name: 'Create build' }).click();
+      await page.waitForURL((url) => /^\/builds\/[0-9a-f-]{36}$/.test(url.pathname));
+      expect(problems.filter((p) => !p.includes('net::ERR_CONNECTION_RESET'))).toEqual([]);
     } finally {
       await context.close();
     }

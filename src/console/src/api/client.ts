@@ -61,11 +61,24 @@ export function tenantHeader(): { 'X-Tenant-ID': string } {
 export const api = createClient<paths>({ baseUrl: '' });
 api.use(authenticate);
 
-/** The answer's data, or an ApiError with the Error body (or one made up for a non-JSON refusal). */
+/**
+ * The answer's data, or an ApiError: the Error body, one made up for a non-JSON refusal, or
+ * status 0 when no answer came.
+ */
 export async function unwrap<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }>,
 ): Promise<T> {
-  const { data, error, response } = await call;
+  let answer: { data?: T; error?: unknown; response: Response };
+  try {
+    answer = await call;
+  } catch (failure) {
+    // No answer at all (network down, server gone): status 0, so callers treat it as any refusal.
+    throw new ApiError(0, {
+      error: `kiln could not be reached (${failure instanceof Error ? failure.message : String(failure)}); check the connection and try again`,
+      code: 'NETWORK_ERROR',
+    });
+  }
+  const { data, error, response } = answer;
   if (response.ok) return data as T;
   throw new ApiError(response.status, asErrorBody(error, response));
 }
