@@ -459,11 +459,19 @@ describe('the console’s New build wizard in Chromium', () => {
       expect(await heading(page).evaluate((h) => h === document.activeElement)).toBe(true);
       await tabTo('INPUT Branch');
       await page.keyboard.type('main');
-      await page.keyboard.press('Enter'); // submits the step's form: Next
+      // A build arg added from the keyboard: the new row takes the focus, typing fills it.
+      await tabTo('BUTTON Add build arguments');
+      await page.keyboard.press('Enter');
+      await page.keyboard.type('VERSION');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('1.2.3');
+      await tabTo('BUTTON Next');
+      await page.keyboard.press('Enter');
       await eventually(async () => expect(await text(heading(page))).toContain('Review'));
       expect(JSON.parse(await text(page.locator('pre.review-body')))).toEqual({
         project_id: seeded.projectA,
         git_branch: 'main',
+        build_args: { VERSION: '1.2.3' },
       });
       await tabTo('BUTTON Create build');
       await page.keyboard.press('Enter');

@@ -1,4 +1,5 @@
 import type { ComponentChildren } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
 import type { Pair } from './draft.js';
 
 /** The DOM id of a field (`manifest.build_config.dockerfile` → `f-manifest-build_config-dockerfile`). */
@@ -180,8 +181,16 @@ export function PairsField({
   const id = domId(field);
   const set = (index: number, patch: Partial<Pair>) =>
     onValue(pairs.map((pair, at) => (at === index ? { ...pair, ...patch } : pair)));
+  // A row added from the keyboard takes the focus, so typing goes on in its name.
+  const added = useRef<number | undefined>(undefined);
+  const box = useRef<HTMLFieldSetElement>(null);
+  useEffect(() => {
+    if (added.current === undefined) return;
+    box.current?.querySelectorAll<HTMLInputElement>('.pair input')[added.current * 2]?.focus();
+    added.current = undefined;
+  }, [pairs.length]);
   return (
-    <fieldset class="field pairs" id={id} aria-describedby={describedBy(id, hint, error)}>
+    <fieldset ref={box} class="field pairs" id={id} aria-describedby={describedBy(id, hint, error)}>
       <legend>{label}</legend>
       <Hint id={id} hint={hint} />
       {pairs.map((pair, index) => (
@@ -214,7 +223,10 @@ export function PairsField({
       <button
         type="button"
         class="secondary"
-        onClick={() => onValue([...pairs, { key: '', value: '' }])}
+        onClick={() => {
+          added.current = pairs.length;
+          onValue([...pairs, { key: '', value: '' }]);
+        }}
       >
         Add {label.toLowerCase()}
       </button>
