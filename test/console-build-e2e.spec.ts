@@ -89,6 +89,9 @@ describe('the console’s build page in Chromium', () => {
         expect(await text(page.locator('.actions [role=status]'))).toBe('Build started.'),
       );
       await eventually(async () => expect(await connectionState(page)).toBe('live'));
+      await eventually(async () =>
+        expect(await text(page.locator('h1'))).toMatch(/^web #\d+ in progress$/),
+      );
 
       await sink.append(build.id as string, [
         { text: `${ESC}[1;31mred and bold${ESC}[0m plain` },

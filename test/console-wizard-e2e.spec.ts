@@ -462,6 +462,11 @@ describe('the console’s New build wizard in Chromium', () => {
       // A build arg added from the keyboard: the new row takes the focus, typing fills it.
       await tabTo('BUTTON Add build arguments');
       await page.keyboard.press('Enter');
+      await eventually(async () =>
+        expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe(
+          'Build arguments 1 name',
+        ),
+      );
       await page.keyboard.type('VERSION');
       await page.keyboard.press('Tab');
       await page.keyboard.type('1.2.3');

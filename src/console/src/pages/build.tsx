@@ -92,10 +92,11 @@ function Summary({
 }) {
   const progress = status.progress;
   const eta = status.estimated_completion;
+  const projectName = useProjectName(build.project_id);
   return (
     <section aria-labelledby="build-heading">
       <h1 id="build-heading">
-        Build #{build.build_number} <StatusBadge status={build.status} />
+        {projectName ?? 'Build'} #{build.build_number} <StatusBadge status={build.status} />
       </h1>
       <dl class="facts">
         <dt>Branch</dt>
@@ -151,6 +152,24 @@ function Summary({
       )}
     </section>
   );
+}
+
+/** The project's name, once GET /projects answered (the build names only its id). */
+function useProjectName(projectId: string): string | undefined {
+  const [name, setName] = useState<string>();
+  useEffect(() => {
+    let current = true;
+    unwrap(api.GET('/api/v1/projects', { params: { header: tenantHeader() } })).then(
+      (answer) => {
+        if (current) setName(answer.projects.find((p) => p.id === projectId)?.name);
+      },
+      () => undefined, // the heading keeps "Build"; the page's own requests report failures
+    );
+    return () => {
+      current = false;
+    };
+  }, [projectId]);
+  return name;
 }
 
 /** The ETA as the user reads it: the project's median run time says when it usually ends. */

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useLayoutEffect, useRef } from 'preact/hooks';
 import type { Pair } from './draft.js';
 
 /** The DOM id of a field (`manifest.build_config.dockerfile` → `f-manifest-build_config-dockerfile`). */
@@ -181,10 +181,11 @@ export function PairsField({
   const id = domId(field);
   const set = (index: number, patch: Partial<Pair>) =>
     onValue(pairs.map((pair, at) => (at === index ? { ...pair, ...patch } : pair)));
-  // A row added from the keyboard takes the focus, so typing goes on in its name.
+  // A row added from the keyboard takes the focus, so typing goes on in its name. A layout effect:
+  // it runs before the browser handles the next key, so the first character is not lost.
   const added = useRef<number | undefined>(undefined);
   const box = useRef<HTMLFieldSetElement>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (added.current === undefined) return;
     box.current?.querySelectorAll<HTMLInputElement>('.pair input')[added.current * 2]?.focus();
     added.current = undefined;
