@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { BuildArtifacts } from '../src/artifacts/build-artifacts.js';
 import { LogSink } from '../src/logs/log-sink.js';
 import { BuildRunner } from '../src/runners/build-runner.js';
-import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import {
   type ConsolePage,
   TestBrowser,
@@ -12,6 +12,7 @@ import {
   screenshot,
   seriousA11yViolations,
   text,
+  submitSignIn,
 } from './support/browser.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
@@ -62,9 +63,7 @@ describe('the console’s build page in Chromium', () => {
   async function signedIn(email: string): Promise<ConsolePage & { close: () => Promise<void> }> {
     const opened = await browser.open(origin);
     await opened.page.goto('/sign-in');
-    await opened.page.getByLabel('E-mail').fill(email);
-    await opened.page.getByLabel('Password').fill(PASSWORD);
-    await opened.page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(opened.page, email);
     await opened.page.waitForURL((url) => url.pathname === '/');
     return { ...opened, close: () => opened.context.close() };
   }

@@ -8,6 +8,7 @@ import {
   screenshot,
   seriousA11yViolations,
   text,
+  submitSignIn,
 } from './support/browser.js';
 import { ApiClient } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
@@ -46,11 +47,7 @@ describe('the web console in Chromium', () => {
     await kiln?.close();
   });
 
-  async function signIn(page: Page, email: string, password = PASSWORD): Promise<void> {
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
+  const signIn = submitSignIn;
 
   async function expectAccessible(page: Page): Promise<void> {
     expect(await seriousA11yViolations(page)).toEqual([]);

@@ -1,8 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
-import { type Seeded, PASSWORD, seedTenancy, tokenFor } from './support/auth.js';
-import { TestBrowser, eventually, screenshot, text } from './support/browser.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { TestBrowser, eventually, screenshot, submitSignIn, text } from './support/browser.js';
 import { ApiClient } from './support/builds.js';
 import { GitRepo } from './support/git-repo.js';
 import { LocalRegistry } from './support/registry.js';
@@ -72,9 +72,7 @@ describe('the console with the local runner (real buildah, real registry)', () =
     const { page, problems, context } = await browser.open(kiln.baseUrl);
     try {
       await page.goto('/sign-in');
-      await page.getByLabel('E-mail').fill(seeded.users.admin.email);
-      await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await submitSignIn(page, seeded.users.admin.email);
       await page.waitForURL((url) => url.pathname === '/');
       await page.goto(`/builds/${build.id}`);
 

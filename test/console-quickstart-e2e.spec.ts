@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
-import { TestBrowser, eventually, screenshot, text } from './support/browser.js';
+import { TestBrowser, eventually, screenshot, submitSignIn, text } from './support/browser.js';
 import { LocalRegistry } from './support/registry.js';
 import { type TestApp, startTestApp } from './support/test-app.js';
 
@@ -53,9 +53,7 @@ describe('the README quick start, with clicks only', () => {
   async function wizardFor(page: Page, method: string, name: string): Promise<void> {
     await page.goto('/');
     await page.waitForURL('**/sign-in');
-    await field(page, 'E-mail').fill(ADMIN.email);
-    await field(page, 'Password').fill(ADMIN.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, ADMIN.email, ADMIN.password);
     await page.waitForURL((url) => url.pathname === '/');
     await page.getByRole('banner').getByRole('link', { name: 'New build' }).click();
     await eventually(async () =>
@@ -112,22 +110,7 @@ describe('the README quick start, with clicks only', () => {
   it('builds FROM scratch through the wizard and pushes the image', async () => {
     const { page, problems, context } = await browser.open(kiln.baseUrl);
     try {
-      await page.goto('/');
-      await page.waitForURL('**/sign-in');
-      await field(page, 'E-mail').fill(ADMIN.email);
-      await field(page, 'Password').fill(ADMIN.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((url) => url.pathname === '/');
-
-      await page.getByRole('banner').getByRole('link', { name: 'New build' }).click();
-      await eventually(async () =>
-        expect(await text(page.getByRole('heading', { level: 2 }))).toContain('Project and form'),
-      );
-      await field(page, 'Project').selectOption({ index: 1 });
-      await next(page, 'Build method');
-      await page.getByRole('radio', { name: /^kaniko:/ }).check();
-      await field(page, 'Name (optional)').fill('hello');
-      await next(page, 'Method settings');
+      await wizardFor(page, 'kaniko', 'hello');
       await field(page, 'Dockerfile').fill('FROM scratch\nLABEL hello=world\n');
       await field(page, 'Registry repository').fill(`${registry.address}/kiln/hello`);
       await next(page, 'Build configuration');

@@ -1,11 +1,12 @@
 import type { Page, Route } from 'playwright-core';
-import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import {
   TestBrowser,
   eventually,
   screenshot,
   seriousA11yViolations,
   text,
+  submitSignIn,
 } from './support/browser.js';
 import { ApiClient } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
@@ -42,9 +43,7 @@ describe('the console’s New build wizard in Chromium', () => {
 
   async function signIn(page: Page, email: string): Promise<void> {
     await page.goto('/sign-in');
-    await page.getByLabel('E-mail', { exact: true }).fill(email);
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitSignIn(page, email);
     await page.waitForURL((url) => url.pathname === '/');
   }
 
@@ -405,9 +404,7 @@ describe('the console’s New build wizard in Chromium', () => {
       });
       await page.reload();
       await page.waitForURL((url) => url.pathname === '/sign-in');
-      await page.getByLabel('E-mail', { exact: true }).fill(seeded.users.developer.email);
-      await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await submitSignIn(page, seeded.users.developer.email);
       await page.waitForURL('**/builds/new');
       await eventually(async () => expect(await text(heading(page))).toContain('Review'));
       expect(await text(page.locator('pre.review-body'))).toContain(

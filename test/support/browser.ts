@@ -9,6 +9,7 @@ import {
   type Page,
   chromium,
 } from 'playwright-core';
+import { PASSWORD } from './auth.js';
 
 /** Debian's Chromium, installed by scripts/system-deps.sh; KILN_TEST_CHROMIUM points elsewhere. */
 const CHROMIUM = process.env.KILN_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -108,3 +109,10 @@ export async function eventually(check: () => Promise<void>, timeoutMs = 10_000)
 
 /** The locator's text, once it is there. */
 export const text = async (locator: Locator) => (await locator.textContent()) ?? '';
+
+/** Fills the sign-in form the page shows and submits it; where the console goes next is the caller's to wait for. */
+export async function submitSignIn(page: Page, email: string, password = PASSWORD): Promise<void> {
+  await page.getByLabel('E-mail', { exact: true }).fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
