@@ -152,9 +152,10 @@ class CancelCommand extends ApiTransitionCommand {
 
 /**
  * failed → the original stays failed and a new queued build appears. Spec section 3 is silent on a
- * retry while an earlier build of the same branch and commit is still queued or running; kiln
- * applies create's one-active-build rule (4.3, 409 duplicate naming that build), and so does the
- * model, so that a change either way shows up here.
+ * retry while an earlier build of the same configuration is still queued or running; kiln applies
+ * create's duplicate rule (4.3, 409 naming that build), and so does the model, so that a change
+ * either way shows up here. The model's builds differ only by branch, so "same branch" is "same
+ * configuration" here.
  */
 class RetryCommand extends OnBuildCommand {
   protected override readonly validFrom = 'failed';

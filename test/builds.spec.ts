@@ -179,7 +179,7 @@ describe('builds API', () => {
       }
     });
 
-    it('answers 409 naming the existing build for a duplicate queued build of the same branch and commit', async () => {
+    it('answers 409 naming the existing build for the same request while the first is queued, and creates it again once that one ended', async () => {
       const first = await admin.createBuild(seeded.projectA, 'dup', { git_commit: 'a1b2c3d' });
       const second = await admin.request('POST', '/builds', {
         project_id: seeded.projectA,
@@ -190,17 +190,29 @@ describe('builds API', () => {
       expect(second.status).toBe(409);
       expect(await jsonOf(second)).toMatchObject({
         code: 'CONFLICT',
+        error: expect.stringContaining('same configuration'),
         details: { build_id: first.id },
       });
-      expect(
-        (
-          await admin.request('POST', '/builds', {
-            project_id: seeded.projectA,
-            git_branch: 'dup',
-            git_commit: 'a1b2c3e',
-          })
-        ).status,
-      ).toBe(201);
+      expect((await admin.request('POST', `/builds/${first.id}/start`)).status).toBe(200);
+      expect((await admin.request('POST', `/builds/${first.id}/cancel`)).status).toBe(200);
+      const again = await admin.createBuild(seeded.projectA, 'dup', { git_commit: 'a1b2c3d' });
+      expect(again.id).not.toBe(first.id);
+    });
+
+    it('creates builds of one branch and commit side by side when their build args differ', async () => {
+      const api = await admin.createBuild(seeded.projectA, 'mono', {
+        git_commit: 'b1b2c3d',
+        build_args: { SERVICE: 'api' },
+      });
+      const worker = await admin.request('POST', '/builds', {
+        project_id: seeded.projectA,
+        git_branch: 'mono',
+        git_commit: 'b1b2c3d',
+        build_args: { SERVICE: 'worker' },
+      });
+
+      expect(worker.status).toBe(201);
+      expect((await jsonOf(worker)).id).not.toBe(api.id);
     });
 
     it('replays the original build for a repeated Idempotency-Key and refuses the key with another body', async () => {
@@ -265,6 +277,33 @@ describe('builds API', () => {
         expect(row.config.manifest.environment).toEqual({ CI: 'true' });
       },
     );
+
+    it('builds two images of one project side by side, and refuses the same configuration again whatever its name and metadata', async () => {
+      const project = await kiln.app
+        .get((await import('../src/projects/projects.service.js')).ProjectsService)
+        .create(seeded.tenantA, 'monorepo');
+      const image = (service: string, name = `${service} image`) => {
+        const manifest = wizardManifest('kaniko');
+        const config = manifest['build_config'] as Record<string, unknown>;
+        config['registry_repository'] = `registry.example.com/team/${service}`;
+        config['build_args'] = { SERVICE: service };
+        return {
+          tenant_id: seeded.tenantA,
+          project_id: project.id,
+          manifest: { ...manifest, name, metadata: { asked_by: name } },
+        };
+      };
+
+      const api = await admin.request('POST', '/builds', image('api'));
+      const worker = await admin.request('POST', '/builds', image('worker'));
+      const apiAgain = await admin.request('POST', '/builds', image('api', 'api, once more'));
+
+      expect([api.status, worker.status, apiAgain.status]).toEqual([201, 201, 409]);
+      expect(await jsonOf(apiAgain)).toMatchObject({
+        code: 'CONFLICT',
+        details: { build_id: (await jsonOf(api)).data.id },
+      });
+    });
 
     it.each([
       ['container', { base_image: '' }, 'manifest.base_image', 'Base image is required'],

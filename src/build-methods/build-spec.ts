@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { ScanPolicy } from '../artifacts/scan-policy.js';
+import { stableJson } from '../common/stable-json.js';
 import type {
   BuildConfig,
   BuildManifest,
@@ -76,6 +78,36 @@ export interface BuildSpec {
   /** The manifest's `build_config.build_args`, or the reference form's `build_args`. */
   readonly buildArgs: Readonly<Record<string, string>>;
   readonly timeoutSeconds: number;
+}
+
+/**
+ * The digest of what decides a build's output (DESIGN.md, "API details decided here"): method and
+ * its config, source, output, environment and build args. Names, metadata, the SBOM and scan
+ * tools, the scan policy, the secret manager and the timeout do not change the image, so two
+ * builds differing only there are duplicates. Secret values (stored sealed, which is randomised)
+ * enter as `fingerprint`s, so equal values count as equal and the digest reveals none of them.
+ * Two queued or running builds of one project with one digest are the same build twice (409).
+ */
+export function specDigest(spec: BuildSpec, fingerprint: (value: string) => string): string {
+  const { secrets, ...config } = spec.config;
+  const output = {
+    method: spec.method,
+    config: {
+      ...config,
+      ...(secrets === undefined
+        ? {}
+        : {
+            secrets: Object.fromEntries(
+              Object.entries(secrets).map(([id, value]) => [id, fingerprint(value)]),
+            ),
+          }),
+    },
+    source: spec.source,
+    output: spec.output,
+    env: spec.env,
+    buildArgs: spec.buildArgs,
+  };
+  return createHash('sha256').update(stableJson(output)).digest('hex');
 }
 
 /** What a spec takes from the project and kiln's configuration at create. */

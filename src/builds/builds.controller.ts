@@ -65,7 +65,7 @@ export class BuildsController {
   @ApiOperation({
     summary: 'Create a build (reference form or wizard form)',
     description:
-      'Creates a build in `queued` with the next build_number of its project (`build:create`). A body with `manifest`/`tenant_id` is the wizard form and is answered `{ "data": Build }`; the reference form is answered with the Build itself. An `Idempotency-Key` replays the original build for the same body (header `Idempotent-Replayed: true`) and gives 409 for a different one. 409 also when a queued or running build of the same project, branch and commit exists.',
+      'Creates a build in `queued` with the next build_number of its project (`build:create`). A body with `manifest`/`tenant_id` is the wizard form and is answered `{ "data": Build }`; the reference form is answered with the Build itself. An `Idempotency-Key` replays the original build for the same body (header `Idempotent-Replayed: true`) and gives 409 for a different one. 409 also when a queued or running build of the project has the same configuration (method, its config, source, output, environment, build args; not names or metadata).',
   })
   @ApiHeader({
     name: 'Idempotency-Key',

@@ -2,9 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { TenantContext } from '../auth/tenant-context.js';
-import { type SpecContext, specOfManifest, specOfReference } from '../build-methods/build-spec.js';
+import {
+  type SpecContext,
+  specDigest,
+  specOfManifest,
+  specOfReference,
+} from '../build-methods/build-spec.js';
 import { validateManifestAsync } from '../build-methods/manifest.js';
 import { ForbiddenError, InvalidRequestError, UnavailableError } from '../common/errors.js';
+import { stableJson } from '../common/stable-json.js';
 import { LOGGER } from '../common/logger.js';
 import { SecretSealer } from '../secrets/secret-sealer.js';
 import { KilnConfig } from '../config/config.js';
@@ -67,7 +73,7 @@ export class BuildsService {
       defaultRegistry: this.config.localRegistry,
       timeoutSeconds: this.config.buildTimeoutSeconds,
     };
-    const build: NewBuild =
+    const asked: Omit<NewBuild, 'specDigest'> =
       request.form === 'reference'
         ? {
             ...common,
@@ -90,6 +96,8 @@ export class BuildsService {
             projectId,
             ...(await fromWizard(request.body.manifest, context, this.sealer)),
           };
+    const fingerprint = (value: string): string => this.sealer.fingerprint(value);
+    const build: NewBuild = { ...asked, specDigest: specDigest(asked.spec, fingerprint) };
     const created = await this.lifecycle.create(build);
     if (!created.replayed) await this.handToRunner(tenant, created.build);
     return { form: request.form, ...created };
@@ -234,15 +242,4 @@ async function fromWizard(
 /** A stable digest of what was asked, to tell an idempotent replay from a reused key. */
 function hashRequest(request: CreateBuildRequest): string {
   return createHash('sha256').update(stableJson(request)).digest('hex');
-}
-
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }

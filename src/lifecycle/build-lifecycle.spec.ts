@@ -289,8 +289,8 @@ describe(BuildLifecycle.name, () => {
   });
 
   it('creates at most one queued or running retry of a failed build when retries race; the others get CONFLICT naming it', async () => {
-    // No branch: only the retry index, not the duplicate-build index, can refuse these.
-    const original = await running({ gitBranch: null });
+    // No digest: only the retry index, not the duplicate-build index, can refuse these.
+    const original = await running({ specDigest: null });
     await lifecycle.fail(original.id, 'BuildFailed', 'step 1 failed');
 
     const results = await Promise.allSettled(
@@ -312,7 +312,7 @@ describe(BuildLifecycle.name, () => {
   });
 
   it('allows a new retry once the previous retry has ended', async () => {
-    const original = await running({ gitBranch: null });
+    const original = await running({ specDigest: null });
     await lifecycle.fail(original.id, 'BuildFailed', 'step 1 failed');
     const firstRetry = await lifecycle.start(
       tenantId,

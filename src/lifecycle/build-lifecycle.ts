@@ -54,13 +54,9 @@ export class BuildLifecycle {
           project_id: 'no such project in this tenant',
         });
       case 'duplicate': {
-        const existing = await this.builds.findActiveDuplicate(
-          build.projectId,
-          build.gitBranch ?? '',
-          build.gitCommit,
-        );
+        const existing = await this.builds.findActiveDuplicate(build.projectId, build.specDigest!);
         throw new ConflictError(
-          'A queued or running build already exists for this project, branch and commit',
+          'A queued or running build of this project already has the same configuration (method, its config, source, output, environment and build args)',
           {
             ...(existing === undefined ? {} : { build_id: existing.id }),
           },
@@ -181,6 +177,7 @@ export class BuildLifecycle {
       method: original.method,
       config: original.config,
       spec: original.spec,
+      specDigest: original.specDigest,
       retryOf: original.id,
       createdBy,
     });

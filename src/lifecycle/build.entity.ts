@@ -87,6 +87,13 @@ export class BuildEntity {
   @Column('text', { name: 'request_hash', nullable: true })
   requestHash!: string | null;
 
+  /**
+   * The digest of what decides the build's output (specDigest); of a project's queued and running
+   * builds no two share one. Null for builds created before it existed: no rule applies to them.
+   */
+  @Column('text', { name: 'spec_digest', nullable: true })
+  specDigest!: string | null;
+
   @Column('uuid', { name: 'created_by', nullable: true })
   createdBy!: string | null;
 

@@ -66,19 +66,20 @@ describe(BuildsRepository.name, () => {
 
     it("lets other creates of the project go on while one create's insert waits", async () => {
       const projectId = await ground.newProject('unlocked');
-      // An uncommitted queued build on branch `held`: a create on that branch waits for it to
-      // commit or roll back before it can tell whether it is a duplicate.
+      // An uncommitted queued build of the configuration `held`: a create of the same one waits
+      // for it to commit or roll back before it can tell whether it is a duplicate.
+      const held = ground.newBuild({ projectId, gitBranch: 'held' });
       const holder: QueryRunner = dataSource.createQueryRunner();
       await holder.connect();
       await holder.startTransaction();
       const stop = new AbortController();
       try {
         await holder.query(
-          `INSERT INTO builds (tenant_id, project_id, build_number, git_branch, config, spec)
-           VALUES ($1, $2, 1000, 'held', '{}', '{}')`,
-          [ground.tenantId, projectId],
+          `INSERT INTO builds (tenant_id, project_id, build_number, git_branch, config, spec, spec_digest)
+           VALUES ($1, $2, 1000, 'held', '{}', '{}', $3)`,
+          [ground.tenantId, projectId, held.specDigest],
         );
-        const waiting = builds.insert(ground.newBuild({ projectId, gitBranch: 'held' }));
+        const waiting = builds.insert(held);
         await untilWaitingForLock('INSERT INTO "builds"%', stop.signal);
 
         const other = builds.insert(ground.newBuild({ projectId }));

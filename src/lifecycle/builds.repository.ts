@@ -17,6 +17,8 @@ export interface NewBuild {
   readonly method: string | null;
   readonly config: BuildConfigSnapshot;
   readonly spec: BuildSpec;
+  /** specDigest of `spec`: the duplicate rule's key (null: not subject to it). */
+  readonly specDigest: string | null;
   readonly retryOf?: string | null;
   readonly idempotencyKey?: string | null;
   readonly requestHash?: string | null;
@@ -123,6 +125,7 @@ export class BuildsRepository {
           method: build.method,
           config: build.config,
           spec: build.spec,
+          specDigest: build.specDigest,
           retryOf: build.retryOf ?? null,
           idempotencyKey: build.idempotencyKey ?? null,
           requestHash: build.requestHash ?? null,
@@ -136,7 +139,7 @@ export class BuildsRepository {
       return { kind: 'created', build: saved };
     } catch (error) {
       switch (violatedConstraint(error)) {
-        case 'builds_active_duplicate_key':
+        case 'builds_active_spec_key':
           return { kind: 'duplicate' };
         case 'builds_active_retry_key':
           return { kind: 'active-retry' };
@@ -182,17 +185,18 @@ export class BuildsRepository {
     return (await this.builds.findOneBy({ tenantId, idempotencyKey: key })) ?? undefined;
   }
 
-  /** The queued or running build that a new one with these coordinates would duplicate. */
+  /** The queued or running build of the project that a new one with this digest would repeat. */
   async findActiveDuplicate(
     projectId: string,
-    gitBranch: string,
-    gitCommit: string | null,
+    specDigest: string,
   ): Promise<BuildEntity | undefined> {
     return (
       (await this.builds
         .createQueryBuilder('b')
-        .where('b.project_id = :projectId AND b.git_branch = :gitBranch', { projectId, gitBranch })
-        .andWhere("coalesce(b.git_commit, '') = :gitCommit", { gitCommit: gitCommit ?? '' })
+        .where('b.project_id = :projectId AND b.spec_digest = :specDigest', {
+          projectId,
+          specDigest,
+        })
         .andWhere("b.status IN ('queued', 'in_progress')")
         .getOne()) ?? undefined
     );

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { SEALED_PREFIX, SecretSealer } from './secret-sealer.js';
 
 describe(SecretSealer.name, () => {
@@ -45,5 +46,28 @@ describe(SecretSealer.name, () => {
       a: 'first value',
       b: 'second value',
     });
+  });
+});
+
+describe('SecretSealer.fingerprint', () => {
+  const sealer = new SecretSealer('a key of at least thirty-two bytes, for tests');
+
+  it('gives one value, sealed any number of times or not at all, one fingerprint', () => {
+    const value = 'npm_AbCdEf0123456789secret';
+
+    expect(
+      new Set([sealer.seal(value), sealer.seal(value), value].map((v) => sealer.fingerprint(v)))
+        .size,
+    ).toBe(1);
+    expect(sealer.fingerprint(value)).not.toBe(sealer.fingerprint(`${value}!`));
+  });
+
+  it('is keyed: it is no plain hash of the value, and another key gives another fingerprint', () => {
+    const value = 'password';
+    const other = new SecretSealer('another key of at least thirty-two bytes!!');
+
+    expect(sealer.fingerprint(value)).not.toBe(createHash('sha256').update(value).digest('hex'));
+    expect(sealer.fingerprint(value)).not.toBe(other.fingerprint(value));
+    expect(sealer.fingerprint(value)).not.toContain(value);
   });
 });

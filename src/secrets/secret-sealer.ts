@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 
 /** The text a sealed value is stored as: `kiln-sealed:v1:<iv>.<ciphertext>.<tag>` (base64url). */
 export const SEALED_PREFIX = 'kiln-sealed:v1:';
@@ -13,9 +13,23 @@ const AAD = Buffer.from('kiln buildx secret');
  */
 export class SecretSealer {
   private readonly key: Buffer;
+  private readonly fingerprintKey: Buffer;
 
   constructor(secret: string) {
     this.key = createHash('sha256').update('kiln-secrets-key\0').update(secret).digest();
+    this.fingerprintKey = createHash('sha256')
+      .update('kiln-secrets-fingerprint\0')
+      .update(secret)
+      .digest();
+  }
+
+  /**
+   * A keyed digest of a value, sealed or not (HMAC-SHA256 of the plain value): equal values give
+   * equal fingerprints, and a fingerprint tells nothing about its value to whoever lacks the key,
+   * however guessable the value. Sealing itself is randomised, so two seals of one value differ.
+   */
+  fingerprint(text: string): string {
+    return createHmac('sha256', this.fingerprintKey).update(this.unseal(text)).digest('hex');
   }
 
   seal(value: string): string {

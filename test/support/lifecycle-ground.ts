@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import { specDigest } from '../../src/build-methods/build-spec.js';
 import { createDataSource } from '../../src/database/data-source.js';
 import { BuildLifecycle } from '../../src/lifecycle/build-lifecycle.js';
 import { BuildsRepository, type NewBuild } from '../../src/lifecycle/builds.repository.js';
@@ -19,7 +20,10 @@ export interface LifecycleGround {
   readonly tenantId: string;
   readonly projectId: string;
   newProject(name: string): Promise<string>;
-  /** A reference-form build of the ground's project, on a branch of its own. */
+  /**
+   * A reference-form build of the ground's project, on a branch of its own, its spec's source that
+   * branch and commit and its digest computed as the API does (secret values as they are).
+   */
   newBuild(overrides?: Partial<NewBuild>): NewBuild;
   /** Creates a queued build (newBuild) and answers its id. */
   createBuild(overrides?: Partial<NewBuild>): Promise<string>;
@@ -45,16 +49,28 @@ export async function lifecycleGround(name: string): Promise<LifecycleGround> {
   };
   const projectId = await newProject(name);
   let branch = 0;
-  const newBuild = (overrides: Partial<NewBuild> = {}): NewBuild => ({
-    tenantId,
-    projectId,
-    gitBranch: `${name}-${branch++}`,
-    gitCommit: null,
-    method: null,
-    config: { form: 'reference', build_args: null },
-    spec: referenceSpec(),
-    ...overrides,
-  });
+  const newBuild = (overrides: Partial<NewBuild> = {}): NewBuild => {
+    const gitBranch =
+      overrides.gitBranch !== undefined ? overrides.gitBranch : `${name}-${branch++}`;
+    const gitCommit = overrides.gitCommit ?? null;
+    // As the API makes one: the spec's source is the build's branch and commit.
+    const spec =
+      overrides.spec ??
+      referenceSpec({
+        source: { repository: null, branch: gitBranch, commit: gitCommit, context: '.' },
+      });
+    return {
+      tenantId,
+      projectId,
+      gitBranch,
+      gitCommit,
+      method: null,
+      config: { form: 'reference', build_args: null },
+      spec,
+      specDigest: specDigest(spec, (value) => value),
+      ...overrides,
+    };
+  };
   return {
     dataSource,
     logger,

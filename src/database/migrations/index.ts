@@ -14,6 +14,7 @@ import { BuildArtifacts1764633600000 } from './1764633600000-build-artifacts.js'
 import { BuildListIndexes1764806400000 } from './1764806400000-build-list-indexes.js';
 import { AccessNotifications1764892800000 } from './1764892800000-access-notifications.js';
 import { BuildLogPurges1764979200000 } from './1764979200000-build-log-purges.js';
+import { SpecDigest1765065600000 } from './1765065600000-spec-digest.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -35,4 +36,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   BuildListIndexes1764806400000,
   AccessNotifications1764892800000,
   BuildLogPurges1764979200000,
+  SpecDigest1765065600000,
 ];

@@ -16,6 +16,7 @@ import {
   S3_CREDENTIAL_KEYS,
   type S3UploadTarget,
 } from '../../build-methods/job.js';
+import { specDigest } from '../../build-methods/build-spec.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
 import { ConflictError, NotFoundError } from '../../common/errors.js';
@@ -261,6 +262,7 @@ export class BuildReconciler {
           uid,
         },
         spec,
+        specDigest: specDigest(spec, (value) => this.deps.sealer.fingerprint(value)),
         idempotencyKey: `kubernetes:${uid}`,
         requestHash: `kubernetes:${uid}`,
       }));
