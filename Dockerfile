@@ -5,13 +5,23 @@
 # optional ones (embedded PostgreSQL's binaries: in a cluster kiln needs DATABASE_URL). The runtime
 # stage is distroless: node and nothing else, no shell, no package manager, user 65532.
 #
-# The bases are pinned by digest (docs/adr/0018-container-image-and-chart.md says where the digests
-# come from and how to bump them). `make image` builds it where a container engine exists.
+# The bases are pinned by tag and digest, both on Debian 13 (trixie); Renovate (renovate.json)
+# proposes the bumps and `make verify-pins` checks them before a release
+# (docs/adr/0032-image-pins.md). `make image` builds it where a container engine exists.
 # docker build --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) \
 #   --build-arg SOURCE=<repository URL> -t kiln .
 
-ARG BUILD_IMAGE=docker.io/library/node:24-bookworm-slim@sha256:a9f5f7c91a432850b2a8a7797adf5eadb6c733ceed61167806cee7ea7fbc29df
-ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
+# Node 24.21.0. Eleven public files, by their content from different projects, pin this digest
+# (for this tag or its 24-trixie-slim alias); one records it as the multi-platform index digest
+# read from the registry. The code search that found them (2026-11-27) does not name their
+# repositories. docker-library/repo-info
+# repos/node/remote/24.21.0-trixie-slim.md at 3179cb4d576b9929bf86873c87f279ac67661c6e records the
+# tag's first build (8ec5d755…, 2026-09-19); this is its later rebuild, which that record predates.
+ARG BUILD_IMAGE=docker.io/library/node:24.21.0-trixie-slim@sha256:173f125896c3b47ddf056734c7ea789d04595a6a08769a8f78e0df642781fb66
+# Distroless publishes no versioned tag: `nonroot` is rebuilt in place. Eleven public Dockerfiles,
+# by their content from different projects (several Renovate-managed, one beside the node pin
+# above), pin this digest; the same code search does not name their repositories.
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian13:nonroot@sha256:9eeb7f5887d0e239e78264b06f7f11d2e14be534050481803a9e4728fcdd278e
 
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
@@ -40,7 +50,7 @@ LABEL org.opencontainers.image.title="kiln" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="${SOURCE}" \
-      org.opencontainers.image.base.name="gcr.io/distroless/nodejs24-debian12:nonroot"
+      org.opencontainers.image.base.name="gcr.io/distroless/nodejs24-debian13:nonroot"
 WORKDIR /app
 COPY --from=build --chown=0:0 /src/package.json ./package.json
 COPY --from=build --chown=0:0 /src/node_modules ./node_modules

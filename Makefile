@@ -76,6 +76,10 @@ helm-lint: ## helm lint and helm template of charts/kiln with each example value
 	  helm template kiln charts/kiln -n kiln -f "$$values" >/dev/null; \
 	done
 
+.PHONY: verify-pins
+verify-pins: ## Compare every image pin (images.ts, Dockerfile, chart, samples) with its tag in the registry (skopeo; before a release, ADR 0032). Without registry access: checks nothing, exits 0.
+	@bash scripts/verify-pins.sh
+
 .PHONY: bench
 bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (about an hour; logscale needs ~26 GB of disk).
 	node bench/logs.bench.mjs

@@ -41,7 +41,7 @@ function size(name, fallback) {
 const NS = 'kiln-builds';
 const BASELINE_NS = 'bench-baseline';
 const KANIKO = 'ghcr.io/osscontainertools/kaniko';
-const GIT = 'cgr.dev/chainguard/git';
+const GIT = 'alpine/git';
 const GIT_URL = 'https://git.example.com/bench/app.git';
 const ADMIN = { email: 'bench@example.com', password: randomBytes(16).toString('hex') };
 

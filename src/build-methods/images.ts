@@ -1,48 +1,62 @@
 /**
- * The images a build Job runs, each pinned by digest (DESIGN.md, "The reconcile loop"; digests are
- * immutable, so `imagePullPolicy: IfNotPresent` cannot pick up a moved tag). They are defaults:
- * an operator overrides them through `JobSettings` (config wiring checks `isPinnedByDigest`).
+ * The images a build Job runs, each pinned by a tag and its digest (DESIGN.md, "The reconcile
+ * loop"; a digest is immutable, so `imagePullPolicy: IfNotPresent` cannot pick up a moved tag).
+ * They are defaults: an operator overrides them through `JobSettings` (config wiring checks
+ * `isPinnedByDigest`).
  *
- * Where each digest comes from (docs/adr/0014-job-translation.md): neither was pulled or run from
- * here (no registry access); verify before a release, as `../shared/reference/builders.md` asks.
+ * None was pulled from here (no registry access). Each comment names where its digest comes from
+ * and how many independent public sources agree; docs/adr/0032-image-pins.md holds the policy.
+ * `make verify-pins` (scripts/verify-pins.sh) compares every pin with its tag before a release,
+ * and Renovate (renovate.json) proposes each bump between releases.
  *
- * Not pinned here: the Paketo builder is the user's choice (`paketo_config.builder`, a name that may
- * carry no digest; the Job says so in its notes), and `hashicorp/packer` (tags `light`,
- * `light-$VERSION`, `latest`, §2.5). No digest is invented for them.
+ * Not pinned here: the Paketo builder is the user's choice (`paketo_config.builder`, a name that
+ * may carry no digest; the Job says so in its notes).
  */
 
 /**
- * kaniko, the maintained fork (the Google repository is archived and its images unmaintained).
- * builders.md §2.1: "Tekton catalog `task/kaniko/0.8` default
- * `ghcr.io/osscontainertools/kaniko:v1.27.6@sha256:95779f52…` [TKC]"; the same string is the
- * `BUILDER_IMAGE` default of tektoncd/catalog task/kaniko/0.8/kaniko.yaml.
+ * kaniko, the maintained fork (the Google repository is archived and its images unmaintained),
+ * v1.28.5, the newest release any public source pins. Its `-debug` variant: the same executor
+ * plus busybox under /busybox, which kiln does not use (the Job runs /kaniko/executor). No public
+ * source pins a plain v1.28 tag by more than one file.
+ * Sources: zystem/CiNim tools/image/kaniko-build.sh at 1a930a5b0e24d0d87ca95ed04d5b0a8c8d736a0a
+ * pins this tag and digest; one unrelated public design note records pulling and running
+ * `ghcr.io/osscontainertools/kaniko@sha256:d6d74217…` on 2026-10-08, naming no tag. So two
+ * sources agree on the digest but only one ties it to the tag, and neither says whether it is the
+ * multi-arch index: below the two-source bar of ADR 0032 until `make verify-pins` confirms it.
  */
 export const KANIKO_IMAGE =
-  'ghcr.io/osscontainertools/kaniko:v1.27.6@sha256:95779f52d460ca70b65a4f4679d4f5163ad6c33edea3303dc8bbff847de5e05c';
+  'ghcr.io/osscontainertools/kaniko:v1.28.5-debug@sha256:d6d74217dc077acfd3094992e917c357080a2d3fdd1042a49e34e29a7e57c572';
 
 /**
- * git and a POSIX shell, for the `source` init container. builders.md names no git image with a
- * tag or digest (only Shipwright's `ghcr.io/shipwright-io/build/git`, §3.1, whose entrypoint is
- * Shipwright's own clone binary). This pin is the `BASE_IMAGE` default of tektoncd/catalog
- * task/git-cli/0.5/git-cli.yaml, the same catalog builders.md takes the kaniko pin from. It is
- * git 2.39 (2023): replace it with a current pin once one can be verified.
+ * git and a POSIX shell, for the `source` init container: alpine/git, which publishes a tag per
+ * git release (`2.54.0` and `v2.54.0` name the same image).
+ * Sources: xonovex/platform packages/agent/agent-operator-go/internal/controller/
+ * agentworkspace_controller.go at d5403ee32987b16e39ca5eb0e6f24b0ed0353ffb pins this string as
+ * "the multi-architecture OCI index for alpine/git 2.54.0"; public files of three other projects
+ * pin the same digest (a Dockerfile, as `v2.54.0`; a Python settings module; a PowerShell script,
+ * by digest alone).
  */
 export const GIT_IMAGE =
-  'cgr.dev/chainguard/git:root-2.39@sha256:7759f87050dd8bacabe61354d75ccd7f864d6b6f8ec42697db7159eccd491139';
+  'alpine/git:2.54.0@sha256:697cb1c85aefc5724febaec2202a974e0d66f6abb6be91a9a86d0c8757af692a';
 
 /**
- * Rootless BuildKit, for buildx builds (`buildctl-daemonless.sh`). builders.md §2.2 names the tag:
- * "Shipwright pins `moby/buildkit:v0.32.2-rootless`" [SW-s/buildkit]. The digest is the one public
- * sources pin that tag to, found with the code search (`"buildkit:v0.32.2-rootless@sha256"`): the
- * same string in five unrelated repositories (a Jenkins shared library's pod test, a NixOS cluster
- * config citing BuildKit's examples/kubernetes/job.rootless.yaml, a Go test of a compose file, a
- * deploy script, and a write-up that calls it the multi-platform OCI image index digest). One
- * other repository pins `…@sha256:60d1f642…` to the same tag; the Jenkins test explicitly refuses
- * that one, so it is likely a single-platform manifest. Verify with
- * `crane digest moby/buildkit:v0.32.2-rootless` before a release.
+ * Rootless BuildKit v0.33.1 (tagged 2026-09-30), for buildx builds (`buildctl-daemonless.sh`).
+ * Sources: otterdeploy/otterdeploy apps/builder/src/build-sandbox.ts at
+ * 0747f41657132b31e7e8923575d863525413e0c1 pins this string as "the multi-arch index digest";
+ * public files of three other projects pin the same string.
  */
 export const BUILDKIT_IMAGE =
-  'moby/buildkit:v0.32.2-rootless@sha256:504731e577c20559c00f968f33219f30115e70be29ab96728d1d06e963fc494b';
+  'moby/buildkit:v0.33.1-rootless@sha256:f8a833b2de9d68e27f0815e4a737abdfaf8a2e4c615650557df11025101557b4';
+
+/**
+ * Packer 1.16.1, the newest release any public source pins (builders.md §2.5 names the image;
+ * `ENTRYPOINT ["/bin/packer"]`). packer.ts runs it.
+ * Sources: two unrelated public Dockerfiles pin this string: a packer + upctl image laid out as
+ * rwunderer/packer-upctl's Dockerfile is (a Renovate bump from the 1.16.0 pin of its commit
+ * e566db14d6857bd43a0842380d478eb18092cbc8), and a terraform/packer/alpine tools image.
+ */
+export const PACKER_IMAGE =
+  'hashicorp/packer:1.16.1@sha256:9fd66d5a4ea0598036e6b50ac6f8c0e72c27746648a5abe480463119e9486ea7';
 
 /**
  * Builder images by builder name. The `container` method builds with kaniko too; paketo runs the
@@ -54,38 +68,58 @@ export type BuilderName = keyof typeof BUILDER_IMAGES;
 
 /*
  * The SBOM and scan steps' images (docs/adr/0019-build-steps-and-artifacts.md). Each runs kiln's
- * constant step script, so each needs a shell (steps.ts STEP_SHELLS). Sources, found with the
- * code search and read at the commit named; none was pulled from here:
- *
- * - syft: the distroless `-debug` variant (busybox under /busybox, binary /syft, uid 65532),
- *   `.github/workflows/ci.yml` of Dever502/suppsystem @0a767e0 ("Create CycloneDX SBOM").
- * - trivy 0.72.0 (alpine, /bin/sh), tagged 2026-06-30, after the March 2026 compromise of
- *   0.69.4–0.69.6 (builders.md §2.7): `scripts/publish_image.sh` of SoftwareVerse/userverse
- *   @cb95c57 (its TRIVY_IMAGE default).
- * - snyk `linux` (ubuntu, /bin/sh): line 12 of konflux-ci/konflux-test's Dockerfile @291cdf3, a
- *   Renovate digest update of 2025-08-24. `linux` is a moving tag: the digest fixes the bytes, but
- *   the CLI version is not known; replace it with a versioned pin.
+ * constant step script, so each needs a shell (steps.ts STEP_SHELLS).
  *
  * Not pinned, because no public file pins an image of theirs that has a shell: grype (its
- * `-debug` images are never pinned by digest in the index; the plain image is FROM scratch) and
- * clair (only a 2021 4.2.0 pin). A build that names one is told the step is skipped until the
- * operator sets KILN_STEP_IMAGE_GRYPE / KILN_STEP_IMAGE_CLAIR.
+ * `-debug` images are never pinned by digest; the plain image is FROM scratch) and clair (only a
+ * 2021 4.2.0 pin). A build that names one is told the step is skipped until the operator sets
+ * KILN_STEP_IMAGE_GRYPE / KILN_STEP_IMAGE_CLAIR.
  */
+
+/**
+ * syft, the distroless `-debug` variant (busybox under /busybox, binary /syft, uid 65532).
+ * NOT CURRENT: v1.44.0 is ten minor releases behind v1.54.1, but v1.54.1 is pinned publicly only
+ * as the plain image, which has no shell, and no public source pins a `-debug` tag after v1.44.0.
+ * Source (one): Dever502/suppsystem .github/workflows/ci.yml at
+ * 93ba98c111a160ecfd92fee72a58025d4fa7bef5 (pinned there since its first commit, 2026-07-15).
+ */
+const SYFT_IMAGE =
+  'anchore/syft:v1.44.0-debug@sha256:6dd8fb28e1b799e7cadaff6be2ec6d555757c4eeec0c0e48162f20b042ffa1ff';
+
+/**
+ * trivy 0.75.0 (alpine, /bin/sh), after the March 2026 compromise of 0.69.4–0.69.6 (builders.md
+ * §2.7). Sources: nine public files (Makefiles, CI and release scripts), by their content from
+ * different projects, pin this exact string; the code search that found them (2026-11-27) does
+ * not name their repositories.
+ */
+const TRIVY_IMAGE =
+  'aquasec/trivy:0.75.0@sha256:af6acf9a6b85dfe389a1941505c0ce9efef52a4719635e1a962f022a3d855daa';
+
+/**
+ * snyk `linux` (ubuntu, /bin/sh). NOT CURRENT, and cannot be pinned by version: snyk publishes
+ * only moving tags, rebuilt with each CLI release (snyk/snyk-images
+ * .github/workflows/stable.yml at f1ae338917d70ad275a886131267ea81c9011886 pushes
+ * `snyk/snyk:<variant>` and nothing else). Source (one): konflux-ci/konflux-test Dockerfile at
+ * f89dd4908673e0b65cd5c4b6d9e4aaf6a57e89bf, a Renovate digest update of 2025-08-27, the newest
+ * public record of the tag found; which CLI version it holds is not known. Renovate's digest
+ * updates move it from here on; until then an operator who turns snyk on should set
+ * KILN_STEP_IMAGE_SNYK.
+ */
+const SNYK_IMAGE =
+  'docker.io/snyk/snyk:linux@sha256:451d2ed0da103be52203f9308bee710e802ad419bff923ea30ff3b4531eba692';
 
 /** SBOM tools' images, by tool; a tool without one is skipped with a note. */
 export const SBOM_TOOL_IMAGES: Readonly<Partial<Record<'syft' | 'grype' | 'trivy', string>>> = {
-  syft: 'anchore/syft:v1.44.0-debug@sha256:6dd8fb28e1b799e7cadaff6be2ec6d555757c4eeec0c0e48162f20b042ffa1ff',
-  trivy:
-    'aquasec/trivy:0.72.0@sha256:cffe3f5161a47a6823fbd23d985795b3ed72a4c806da4c4df16266c02accdd6f',
+  syft: SYFT_IMAGE,
+  trivy: TRIVY_IMAGE,
 };
 
 /** Scanners' images, by tool; a tool without one is skipped with a note. */
 export const SCAN_TOOL_IMAGES: Readonly<
   Partial<Record<'trivy' | 'clair' | 'grype' | 'snyk', string>>
 > = {
-  trivy:
-    'aquasec/trivy:0.72.0@sha256:cffe3f5161a47a6823fbd23d985795b3ed72a4c806da4c4df16266c02accdd6f',
-  snyk: 'docker.io/snyk/snyk:linux@sha256:3589b2be33980043326a0f3590486db0d3b4f3b2c5e27959e14fcded70f71b0a',
+  trivy: TRIVY_IMAGE,
+  snyk: SNYK_IMAGE,
 };
 
 const PINNED = /^[^\s@]+@sha256:[0-9a-f]{64}$/;

@@ -2,6 +2,7 @@ import type { V1Container, V1EnvVar, V1SecurityContext } from '@kubernetes/clien
 
 import { isSecretReference } from '../secret-managers/reference.js';
 import type { BuildSpec } from './build-spec.js';
+import { PACKER_IMAGE } from './images.js';
 import {
   BUILD_SECRET_ENV_REF,
   BUILDER_CONTAINER,
@@ -104,17 +105,8 @@ const PRIVILEGED_BUILDERS: ReadonlyMap<string, string> = new Map([
   ['qemu', '/dev/kvm'],
 ]);
 
-/**
- * `hashicorp/packer:1.16.0`, the image builders.md §2.5 names (hashicorp/packer's Dockerfile:
- * `ENTRYPOINT ["/bin/packer"]`, no USER). Nothing was pulled here (no registry access). The
- * digest is the one Renovate Bot pinned in rwunderer/packer-upctl's Dockerfile, commit
- * e566db14d6857bd43a0842380d478eb18092cbc8 ("Update hashicorp/packer Docker tag to v1.16.0",
- * 2026-07-24): `FROM hashicorp/packer:1.16.0@sha256:9253cde2…`. Verify it before a release, as
- * builders.md asks. It belongs in images.ts' BUILDER_IMAGES, where the operator's settings can
- * override it (that file is another change's for now).
- */
-export const PACKER_IMAGE =
-  'hashicorp/packer:1.16.0@sha256:9253cde2b9fa493d87e49c06b93d53dc6bb238d423956a0fbdb967608981e7c1';
+/** The image a packer build runs; images.ts pins it with the Job's other images. */
+export { PACKER_IMAGE };
 
 /** Non-root, nothing to escalate to, read-only root: PSS restricted (reliability.md §3.8). */
 export const PACKER_SECURITY_CONTEXT: V1SecurityContext = {
