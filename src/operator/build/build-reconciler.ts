@@ -142,8 +142,8 @@ export class BuildReconciler {
   private readonly podsSeen = new Set<string>();
   /** Builds whose secret values this process registered with the LogSink for masking. */
   private readonly secretsRegistered = new Set<string>();
-  /** Builds whose ConfigMap this process made its Job's (or found none to own). */
-  private readonly configMapsOwned = new Set<string>();
+  /** Builds whose ConfigMap and Secret this process saw its Job control (ownChildren). */
+  private readonly childrenOwned = new Set<string>();
   private readonly now: () => number;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -320,10 +320,6 @@ export class BuildReconciler {
       if (created === 'refused') return;
       if (created === 'exists') return { requeueAfterMs: 500 }; // the cache catches up
       job = created;
-    } else if (!this.configMapsOwned.has(record.id)) {
-      // Adopted: an operator that died between creating the Job and giving it the ConfigMap
-      // left the ConfigMap without an owner, which nothing would ever delete.
-      await this.ownConfigMap(namespace, record.id, job);
     }
     const owner = job.metadata?.ownerReferences?.find((o) => o.controller === true);
     if (owner !== undefined && owner.uid !== resource.metadata.uid) {
@@ -332,6 +328,9 @@ export class BuildReconciler {
       await this.mirror(resource, record, { message });
       return { requeueAfterMs: 30_000 };
     }
+    // Adopted (another operator created it and died, or the patch failed): the ConfigMap and
+    // Secret it left without an owner would outlive the build, holding its credentials.
+    if (!this.childrenOwned.has(record.id)) await this.ownChildren(namespace, record.id, job);
 
     const pod = this.deps.caches.podOfJob(namespace, jobName);
     if (pod !== undefined) this.podsSeen.add(record.id);
@@ -423,8 +422,6 @@ export class BuildReconciler {
       if (error instanceof KubeApiError && error.status === 409) return 'exists';
       throw error;
     }
-    if (translation.configMap !== undefined) await this.ownConfigMap(namespace, record.id, created);
-    else this.configMapsOwned.add(record.id);
     const notes = [...access.notes, ...translation.notes];
     if (notes.length > 0) {
       await this.deps.sink.append(
@@ -433,6 +430,9 @@ export class BuildReconciler {
       );
     }
     await this.event(resource, 'Normal', 'JobCreated', `created Job ${name}`);
+    // After the notes and the Event: a failed patch is retried by adopting the Job, which
+    // writes neither again.
+    await this.ownChildren(namespace, record.id, created);
     return created;
   }
 
@@ -496,10 +496,14 @@ export class BuildReconciler {
   }
 
   /**
-   * Makes the Job the controller of the build's ConfigMap and Secret (those a build has: a
-   * missing one is nothing to do).
+   * Makes the Job the controller of the build's ConfigMap and Secret, so that Kubernetes deletes
+   * them with it (docs/adr/0016-build-reconciler.md). Decided from the cluster, not from what this
+   * process did, so that an operator adopting the Job completes what another left undone: the
+   * ConfigMap the Job mounts is patched (the patch is idempotent, and the operator may not read
+   * ConfigMaps); the Secret, whichever keys it holds, is read and patched unless the Job already
+   * controls it. A failure throws: the reconcile is retried with backoff and adopts the Job.
    */
-  private async ownConfigMap(namespace: string, buildId: string, job: V1Job): Promise<void> {
+  private async ownChildren(namespace: string, buildId: string, job: V1Job): Promise<void> {
     const name = job.metadata?.name;
     const uid = job.metadata?.uid;
     if (name === undefined || uid === undefined) return;
@@ -517,19 +521,15 @@ export class BuildReconciler {
         ],
       },
     };
-    const writes = [() => this.deps.workloads.patchConfigMap(namespace, name, patch)];
-    // Only a Job that reads the build's Secret has one: no extra call for the others.
-    if (readsSecret(job, name)) {
-      writes.push(() => this.deps.workloads.patchSecret(namespace, name, patch));
+    if (mountsConfigMap(job, name)) {
+      await ignoreMissing(this.deps.workloads.patchConfigMap(namespace, name, patch));
     }
-    for (const write of writes) {
-      try {
-        await write();
-      } catch (error) {
-        if (!(error instanceof KubeApiError && error.status === 404)) throw error;
-      }
+    const secret = await this.deps.workloads.readSecret(namespace, name);
+    const controller = secret?.metadata?.ownerReferences?.find((o) => o.controller === true);
+    if (secret !== undefined && controller?.uid !== uid) {
+      await ignoreMissing(this.deps.workloads.patchSecret(namespace, name, patch));
     }
-    this.configMapsOwned.add(buildId);
+    this.childrenOwned.add(buildId);
   }
 
   private follow(
@@ -696,8 +696,8 @@ export class BuildReconciler {
     await this.registerSecrets(record, namespace);
     const following = this.follow(record, namespace, pod);
     if (!(await this.drained(record, following, pod === undefined))) return { requeueAfterMs: 250 };
-    if (job !== undefined && !this.configMapsOwned.has(record.id)) {
-      await this.ownConfigMap(namespace, record.id, job);
+    if (job !== undefined && !this.childrenOwned.has(record.id)) {
+      await this.ownChildren(namespace, record.id, job);
     }
     if (job !== undefined && (job.status?.active ?? 0) > 0) {
       // Ended while its pod still runs (an image that cannot be pulled): stop it.
@@ -718,7 +718,7 @@ export class BuildReconciler {
     this.cancellingSince.delete(buildId);
     this.pullFailingSince.delete(buildId);
     this.podsSeen.delete(buildId);
-    this.configMapsOwned.delete(buildId);
+    this.childrenOwned.delete(buildId);
     this.secretsRegistered.delete(buildId);
   }
 
@@ -929,6 +929,15 @@ async function ignoreExists(write: Promise<unknown>): Promise<void> {
   }
 }
 
+/** A write to an object deleted meanwhile (its Job gone, the garbage collector took it): done. */
+async function ignoreMissing(write: Promise<unknown>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+  }
+}
+
 /** The value of one key of a build's Secret: a token, a resolved secret or credential. */
 function secretValueOf(
   key: string,
@@ -966,14 +975,9 @@ function s3TargetOf(target: NonNullable<BuildAccessGrant['s3']>): S3UploadTarget
   return { ...where, credentials: credentials !== undefined };
 }
 
-/** Whether the Job's pod reads the Secret `name` (a volume or an environment variable). */
-function readsSecret(job: V1Job, name: string): boolean {
-  const pod = job.spec?.template.spec;
-  if (pod === undefined) return false;
-  if ((pod.volumes ?? []).some((volume) => volume.secret?.secretName === name)) return true;
-  return [...(pod.initContainers ?? []), ...pod.containers].some((container) =>
-    (container.env ?? []).some((variable) => variable.valueFrom?.secretKeyRef?.name === name),
-  );
+/** Whether the Job's pod mounts the ConfigMap `name` (the build's files). */
+function mountsConfigMap(job: V1Job, name: string): boolean {
+  return (job.spec?.template.spec?.volumes ?? []).some((volume) => volume.configMap?.name === name);
 }
 
 /** The credentials inside a Docker config: each `auth` and the password it encodes. */
