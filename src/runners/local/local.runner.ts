@@ -17,7 +17,7 @@ import {
 } from '@nestjs/common';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { arch } from 'node:os';
 import { basename, join, resolve, sep } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -46,6 +46,7 @@ import { BuildRunner, type RunnableBuild } from '../build-runner.js';
 import { packArgs, packerArgs, toolOf } from './build-plan.js';
 import { type ChildTool, childEnvironment } from './child-env.js';
 import { type ChildExit, ChildRun } from './child-process.js';
+import { ProcessGroups } from './process-groups.js';
 import { Slots } from './slots.js';
 
 const execFileAsync = promisify(execFile);
@@ -58,6 +59,7 @@ const OUTCOME_RETRY_MS = 60_000;
 const OUTCOME_RETRY_MAX_WAIT_MS = 5_000;
 const DATABASE_LOST = 'kiln lost its database while this build ran; retry it';
 const NOTHING_PUSHED = 'this build pushed none (no registry is configured)';
+const RESTARTED = 'kiln restarted while this build ran; retry it';
 
 /** A build that failed for a reason the runner can name. */
 class BuildFailure extends Error {
@@ -104,6 +106,7 @@ export class LocalRunner
   private readonly runs = new Map<string, ActiveRun>();
   private readonly slots: Slots;
   private readonly stepSettings: StepSettings;
+  private readonly groups = new ProcessGroups();
 
   constructor(
     private readonly lifecycle: BuildLifecycle,
@@ -118,14 +121,18 @@ export class LocalRunner
     this.stepSettings = localStepSettings(config);
   }
 
-  /** Builds a previous kiln process left running cannot finish: fail them rather than hang. */
+  /**
+   * Builds a previous kiln process left running cannot finish: their processes, which outlive a
+   * kiln that was killed, are stopped as a cancel stops them, their working containers removed,
+   * and the builds failed rather than left to hang.
+   */
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.runner !== 'local') return;
+    await this.stopLeftovers();
     for (const id of await this.lifecycle.runningWithRunner(RUNNER_PREFIX)) {
       if (this.runs.has(id)) continue;
-      await this.lifecycle
-        .fail(id, 'InternalError', 'kiln restarted while this build ran; retry it')
-        .catch(() => undefined);
+      if (await exists(this.buildDir(id))) await this.cleanUp(id);
+      await this.lifecycle.fail(id, 'InternalError', RESTARTED).catch(() => undefined);
       this.logger.warn({ build_id: id }, 'failed a build left running by a previous kiln process');
     }
   }
@@ -163,6 +170,26 @@ export class LocalRunner
     for (const run of this.runs.values()) {
       run.cancelled = true;
       await run.child?.stop(this.config.cancelGraceMs);
+    }
+  }
+
+  /**
+   * The process groups of any build (running or ended) that a kiln process no longer running
+   * recorded, stopped with the cancel grace (docs/adr/0033-local-child-processes.md).
+   */
+  private async stopLeftovers(): Promise<void> {
+    const root = join(this.config.dataDir, 'builds');
+    const ids = await readdir(root).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
+    const dirs = ids.map((id) => join(root, id));
+    const stopped = await this.groups.stopOrphans(dirs, this.config.cancelGraceMs);
+    for (const [dir, groups] of stopped) {
+      this.logger.warn(
+        { build_id: basename(dir), groups },
+        'stopped the processes of a build that a previous kiln process left running',
+      );
     }
   }
 
@@ -824,15 +851,40 @@ export class LocalRunner
       },
     });
     run.child = child;
+    const dir = this.buildDir(buildId);
+    const { pid } = child;
+    // At once, before the child can be reaped: a later start of kiln stops it if this one dies.
+    if (pid !== undefined) this.recordGroup(buildId, dir, pid);
     let exit: ChildExit;
     try {
       exit = await child.exited;
     } finally {
       run.child = undefined;
+      if (pid !== undefined) await this.releaseGroup(buildId, dir, pid);
     }
     if (exit.incomplete !== undefined)
       this.logger.warn({ build_id: buildId, reason: exit.incomplete }, 'build output incomplete');
     return exit;
+  }
+
+  private recordGroup(buildId: string, dir: string, pid: number): void {
+    try {
+      this.groups.record(dir, pid);
+    } catch (error) {
+      this.logger.warn(
+        { err: error, build_id: buildId },
+        'could not record the process group of a build step; if kiln dies, it may outlive kiln',
+      );
+    }
+  }
+
+  private async releaseGroup(buildId: string, dir: string, pid: number): Promise<void> {
+    await this.groups.release(dir, pid).catch((error: unknown) => {
+      this.logger.warn(
+        { err: error, build_id: buildId },
+        'could not release a process group record',
+      );
+    });
   }
 
   /**
@@ -938,6 +990,13 @@ function failureMessage(tail: readonly string[], code: number | null): string {
   const chosen = errors.length > 0 ? errors.slice(-3) : tail.slice(-5);
   const text = chosen.join('\n').trim();
   return text === '' ? `exited with code ${code}` : text;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Whether `command` is on the PATH of `env`. */
