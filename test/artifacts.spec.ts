@@ -98,7 +98,9 @@ describe('SBOM and scan results: per-build upload tokens, storage and the read r
   let serial = 0;
   async function runningBuild(): Promise<string> {
     const manifest = wizardManifest('kaniko');
-    manifest['name'] = `artifacts ${serial++}`;
+    manifest['name'] = `artifacts ${serial}`;
+    // Each build its own configuration: two equal ones would be duplicates (ADR 0030).
+    manifest['environment'] = { RUN: String(serial++) };
     const response = await admin.request('POST', '/builds', {
       tenant_id: seeded.tenantA,
       project_id: seeded.projectA,

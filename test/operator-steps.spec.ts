@@ -52,11 +52,14 @@ const TRIVY_HIGH = JSON.stringify(
 
 /** The API's KILN_ARTIFACT_MAX_BYTES here: above both fixtures, below OVERSIZED_SPDX. */
 const CAP = 8 * 1024;
-/** The syft fixture with its first package repeated until the document is about three caps. */
+/**
+ * The syft fixture with its first package repeated until the document is about three caps: over
+ * the cap, under the upload limit (UPLOAD_LIMIT_FACTOR caps).
+ */
 const OVERSIZED_SPDX = (() => {
   const document = JSON.parse(SPDX);
   const [first] = document.packages;
-  document.packages = Array.from({ length: 60 }, (_, i) => ({
+  document.packages = Array.from({ length: 30 }, (_, i) => ({
     ...first,
     SPDXID: `SPDXRef-Package-copy-${i}`,
   }));

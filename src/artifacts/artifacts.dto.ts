@@ -15,13 +15,15 @@ export class SbomDto {
     type: 'object',
     additionalProperties: true,
     nullable: true,
-    description: 'The SPDX or CycloneDX JSON document; null when truncated',
+    description:
+      'The SPDX or CycloneDX JSON document; null when truncated or when the stored text cannot be served as JSON (see note)',
   })
   document!: unknown;
   @ApiPropertyOptional({
     type: String,
     nullable: true,
-    description: 'When truncated: the first KILN_ARTIFACT_MAX_BYTES bytes (not valid JSON)',
+    description:
+      'When document is null: the stored text (when truncated, the first KILN_ARTIFACT_MAX_BYTES bytes, not valid JSON)',
   })
   partial!: string | null;
   @ApiPropertyOptional({ type: String, nullable: true, description: 'Why document is null' })

@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
+import type { Logger } from 'pino';
 import type { BuildSpec } from '../build-methods/build-spec.js';
 import {
   ConflictError,
@@ -10,6 +11,8 @@ import {
   PayloadTooLargeError,
   UnauthorizedError,
 } from '../common/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, refuseDeepJson } from '../common/json-body.js';
+import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
@@ -19,7 +22,13 @@ import {
   BuildArtifactsRepository,
   type StoredArtifact,
 } from './artifacts.repository.js';
-import { type Finding, normalizeFindings, type Severity, summarize } from './findings.js';
+import {
+  type Finding,
+  normalizeFindings,
+  readStoredFindings,
+  type Severity,
+  summarize,
+} from './findings.js';
 import { evaluatePolicy, type ScanPolicy } from './scan-policy.js';
 import { readSbom } from './sbom-document.js';
 import { bearerToken, hashUploadToken, newUploadToken } from './upload-token.js';
@@ -27,11 +36,21 @@ import { bearerToken, hashUploadToken, newUploadToken } from './upload-token.js'
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
-/** An uploaded body as read from the request: its first bytes, and how many arrived in all. */
+/**
+ * An uploaded body: all of it, or, when `receivedBytes` is over the kind's upload limit (at
+ * least that many arrived, or were declared), none or part of it, since it is refused unread.
+ */
 export interface ReceivedBody {
   readonly bytes: Buffer;
   readonly receivedBytes: number;
 }
+
+/**
+ * How far past KILN_ARTIFACT_MAX_BYTES an SBOM is still read: it is checked whole (parsed as JSON
+ * of a known format), so one upload holds at most this many caps in memory, and about 2.5 times
+ * that again while parsed. Beyond it the upload is a 413 (docs/adr/0034-artifact-uploads.md).
+ */
+export const UPLOAD_LIMIT_FACTOR = 4;
 
 export interface SbomView {
   readonly build_id: string;
@@ -78,11 +97,25 @@ export class BuildArtifacts {
     private readonly lifecycle: BuildLifecycle,
     private readonly sink: LogSink,
     private readonly config: KilnConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** The largest document kept (KILN_ARTIFACT_MAX_BYTES). */
   get maxBytes(): number {
     return this.config.artifactMaxBytes;
+  }
+
+  /**
+   * The largest body `receive` reads for `kind`: a scan report over the cap is refused (half a
+   * report cannot be gated), an SBOM up to UPLOAD_LIMIT_FACTOR caps is kept truncated.
+   */
+  uploadLimit(kind: ArtifactKind): number {
+    return kind === 'sbom' ? this.maxBytes * UPLOAD_LIMIT_FACTOR : this.maxBytes;
+  }
+
+  /** The largest body `receive` reads of any kind. */
+  get maxUploadBytes(): number {
+    return this.uploadLimit('sbom');
   }
 
   /**
@@ -122,8 +155,14 @@ export class BuildArtifacts {
     }
   }
 
-  /** Stores an SBOM or a scan report uploaded for a running build (checked, capped, compressed). */
+  /**
+   * Stores an SBOM or a scan report uploaded for a running build (checked, capped, compressed).
+   * The body alone is judged first, as the JSON body parser judges every other body: its size
+   * (413), then how deep it nests (400).
+   */
   async receive(buildId: string, kind: ArtifactKind, body: ReceivedBody): Promise<void> {
+    if (body.receivedBytes > this.uploadLimit(kind)) throw this.tooLarge(kind);
+    refuseDeepJson(body.bytes);
     const build = await this.lifecycle.find(buildId);
     if (build === undefined) throw new NotFoundError('Build not found');
     if (build.status !== 'in_progress') throw notRunning(build);
@@ -135,22 +174,26 @@ export class BuildArtifacts {
     }
   }
 
+  private tooLarge(kind: ArtifactKind): PayloadTooLargeError {
+    return new PayloadTooLargeError(
+      kind === 'sbom'
+        ? `The SBOM is larger than ${this.uploadLimit(kind)} bytes (${UPLOAD_LIMIT_FACTOR} × KILN_ARTIFACT_MAX_BYTES)`
+        : `The scan report is larger than ${this.uploadLimit(kind)} bytes (KILN_ARTIFACT_MAX_BYTES)`,
+    );
+  }
+
+  /** An SBOM is read whole, even past the cap: only a document kiln accepts is kept truncated. */
   private async storeSbom(build: BuildEntity, body: ReceivedBody): Promise<boolean> {
     const tool = build.spec.sbomTool ?? 'unknown';
+    const sbom = readSbom(body.bytes.toString('utf8'));
+    if ('problem' in sbom) {
+      throw new InvalidRequestError(`The SBOM is not usable: ${sbom.problem}`, {
+        body: sbom.problem,
+      });
+    }
+    const format = sbom.format;
     const truncated = body.receivedBytes > this.maxBytes;
     const kept = truncated ? body.bytes.subarray(0, this.maxBytes) : body.bytes;
-    let format: string;
-    if (truncated) {
-      format = sniffSbomFormat(kept.toString('utf8'));
-    } else {
-      const sbom = readSbom(kept.toString('utf8'));
-      if ('problem' in sbom) {
-        throw new InvalidRequestError(`The SBOM is not usable: ${sbom.problem}`, {
-          body: sbom.problem,
-        });
-      }
-      format = sbom.format;
-    }
     const stored = await this.repository.storeWhileRunning({
       buildId: build.id,
       kind: 'sbom',
@@ -175,11 +218,6 @@ export class BuildArtifacts {
   private async storeScan(build: BuildEntity, body: ReceivedBody): Promise<boolean> {
     const tool = build.spec.scanTool;
     if (tool === null) throw new InvalidRequestError('This build has no scanner');
-    if (body.receivedBytes > this.maxBytes) {
-      throw new PayloadTooLargeError(
-        `The scan report is larger than ${this.maxBytes} bytes (KILN_ARTIFACT_MAX_BYTES)`,
-      );
-    }
     const result = normalizeFindings(tool, body.bytes.toString('utf8'));
     if ('problem' in result) {
       throw new InvalidRequestError(`The ${tool} report is not usable: ${result.problem}`, {
@@ -209,12 +247,25 @@ export class BuildArtifacts {
     return stored;
   }
 
-  /** GET /builds/{id}/sbom: 404 for another tenant's build and until an SBOM is stored. */
+  /**
+   * GET /builds/{id}/sbom: 404 for another tenant's build and until an SBOM is stored. Whatever
+   * the row holds, the answer is no 500: a document that cannot be served as JSON (truncated,
+   * nested too deep, not JSON) comes as its stored text in `partial` with a note, and a row whose
+   * bytes do not even decompress is a 409.
+   */
   async sbom(tenantId: string, buildId: string): Promise<SbomView> {
     await this.lifecycle.get(tenantId, buildId);
     const artifact = await this.repository.find(buildId, 'sbom');
     if (artifact === undefined) throw new NotFoundError('No SBOM is stored for this build');
-    const text = (await gunzipAsync(artifact.content)).toString('utf8');
+    const bytes = await this.unpack(artifact);
+    if (bytes === undefined) throw damaged('SBOM');
+    const text = bytes.toString('utf8');
+    const served = artifact.truncated
+      ? {
+          note: `The SBOM was ${artifact.receivedBytes} bytes; kiln keeps the first ${bytes.length} (KILN_ARTIFACT_MAX_BYTES), in partial. It is not valid JSON.`,
+        }
+      : servedDocument(bytes, text);
+    if (!artifact.truncated && 'note' in served) this.unreadable(artifact, served.note);
     return {
       build_id: buildId,
       tool: artifact.tool,
@@ -222,11 +273,9 @@ export class BuildArtifacts {
       received_bytes: artifact.receivedBytes,
       truncated: artifact.truncated,
       created_at: artifact.createdAt.toISOString(),
-      document: artifact.truncated ? null : (JSON.parse(text) as unknown),
-      partial: artifact.truncated ? text : null,
-      note: artifact.truncated
-        ? `The SBOM was ${artifact.receivedBytes} bytes; kiln keeps the first ${Buffer.byteLength(text)} (KILN_ARTIFACT_MAX_BYTES), in partial. It is not valid JSON.`
-        : null,
+      document: 'document' in served ? served.document : null,
+      partial: 'note' in served ? text : null,
+      note: 'note' in served ? served.note : null,
     };
   }
 
@@ -235,7 +284,8 @@ export class BuildArtifacts {
     const build = await this.lifecycle.get(tenantId, buildId);
     const artifact = await this.repository.find(buildId, 'scan');
     if (artifact === undefined) throw new NotFoundError('No scan is stored for this build');
-    const findings = await findingsOf(artifact);
+    const findings = await this.findingsOf(artifact);
+    if (findings === undefined) throw damaged('scan');
     const policy = scanPolicyOf(build.spec);
     const verdict = evaluatePolicy(policy, findings);
     return {
@@ -272,7 +322,13 @@ export class BuildArtifacts {
         message: `scan policy fail_on=${policy.fail_on}: no scan report was stored, so the policy cannot be shown to hold (see the build log). ${pushed}`,
       };
     }
-    const findings = await findingsOf(artifact);
+    const findings = await this.findingsOf(artifact);
+    if (findings === undefined) {
+      return {
+        pass: false,
+        message: `scan policy fail_on=${policy.fail_on}: the stored scan report cannot be read (it is damaged), so the policy cannot be shown to hold. ${pushed}`,
+      };
+    }
     const verdict = evaluatePolicy(policy, findings);
     return verdict.violated
       ? { pass: false, message: `${verdict.summary}. ${pushed}` }
@@ -282,11 +338,54 @@ export class BuildArtifacts {
   private async say(buildId: string, text: string): Promise<void> {
     await this.sink.append(buildId, [{ text, container: 'kiln' }]);
   }
+
+  /**
+   * The stored bytes of an artifact, decompressed; undefined when they are damaged (not gzip, cut
+   * short, or larger than any upload kiln reads now).
+   */
+  private async unpack(artifact: StoredArtifact): Promise<Buffer | undefined> {
+    try {
+      return await gunzipAsync(artifact.content, { maxOutputLength: this.maxUploadBytes });
+    } catch (error) {
+      this.unreadable(artifact, `it does not decompress: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** The normalised findings a stored scan holds (gzip of their JSON); undefined when damaged. */
+  private async findingsOf(artifact: StoredArtifact): Promise<Finding[] | undefined> {
+    const bytes = await this.unpack(artifact);
+    if (bytes === undefined) return undefined;
+    const findings = readStoredFindings(bytes.toString('utf8'));
+    if (findings === undefined) this.unreadable(artifact, 'it is not a list of findings');
+    return findings;
+  }
+
+  /** A row kiln cannot serve as it wrote it: the operator learns of it from the log. */
+  private unreadable(artifact: StoredArtifact, problem: string): void {
+    this.logger.warn(
+      { build_id: artifact.buildId, kind: artifact.kind, problem },
+      'a stored build artifact cannot be read as kiln wrote it',
+    );
+  }
 }
 
-/** The normalised findings a stored scan holds (gzip of their JSON). */
-async function findingsOf(artifact: StoredArtifact): Promise<Finding[]> {
-  return JSON.parse((await gunzipAsync(artifact.content)).toString('utf8')) as Finding[];
+/** The stored SBOM as a document, or why it is served as text instead. */
+function servedDocument(bytes: Buffer, text: string): { document: unknown } | { note: string } {
+  if (nestsDeeperThan(bytes, MAX_JSON_DEPTH)) {
+    return {
+      note: `The stored SBOM nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (it was stored before kiln checked), so it is served as text, in partial.`,
+    };
+  }
+  try {
+    return { document: JSON.parse(text) as unknown };
+  } catch {
+    return { note: 'The stored SBOM is not valid JSON, so it is served as text, in partial.' };
+  }
+}
+
+function damaged(what: 'SBOM' | 'scan'): ConflictError {
+  return new ConflictError(`The stored ${what} of this build cannot be read: it is damaged`);
 }
 
 /** The build's scan policy (specs stored before scan policies have none). */
@@ -298,11 +397,4 @@ function notRunning(build: BuildEntity): ConflictError {
   return new ConflictError(`Build is ${build.status}; results are accepted while it runs`, {
     status: build.status,
   });
-}
-
-/** The format of a truncated SBOM, from its first bytes (it no longer parses). */
-function sniffSbomFormat(prefix: string): string {
-  if (/"spdxVersion"\s*:/.test(prefix)) return 'spdx-json';
-  if (/"bomFormat"\s*:\s*"CycloneDX"/.test(prefix)) return 'cyclonedx-json';
-  return 'unknown';
 }

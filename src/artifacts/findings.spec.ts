@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import {
   type Finding,
   normalizeFindings,
+  readStoredFindings,
   SCAN_COMMANDS,
   type Scanner,
   SEVERITIES,
@@ -449,6 +450,42 @@ describe(summarize.name, () => {
     const counts = summarize(findingsOf('clair', fixture('clair-report.json')));
     expect(Object.keys(counts)).toEqual([...SEVERITIES]);
     expect(counts).toEqual({ critical: 0, high: 0, medium: 2, low: 1, negligible: 1, unknown: 0 });
+  });
+});
+
+describe(readStoredFindings.name, () => {
+  it('reads back what kiln stores for a report', () => {
+    const findings = findingsOf('trivy', fixture('trivy-debian-buster.json'));
+    expect(readStoredFindings(JSON.stringify(findings))).toEqual(findings);
+  });
+
+  it('keeps only the fields of a finding', () => {
+    const stored = [{ ...finding('CVE-2024-1', 'musl', '1.2', null, 'low'), extra: [1] }];
+    expect(readStoredFindings(JSON.stringify(stored))).toEqual([
+      finding('CVE-2024-1', 'musl', '1.2', null, 'low'),
+    ]);
+  });
+
+  it.each([
+    ['text that is not JSON', '[{"id":'],
+    ['an object', '{"id":"CVE-2024-1"}'],
+    ['null', 'null'],
+    ['a list holding a number', '[1]'],
+    [
+      'a finding without a package',
+      '[{"id":"a","version":"1","fixed_version":null,"severity":"low"}]',
+    ],
+    [
+      'a numeric version',
+      '[{"id":"a","package":"p","version":1,"fixed_version":null,"severity":"low"}]',
+    ],
+    ['a missing fixed_version', '[{"id":"a","package":"p","version":"1","severity":"low"}]'],
+    [
+      'a severity kiln does not write',
+      '[{"id":"a","package":"p","version":"1","fixed_version":null,"severity":"HIGH"}]',
+    ],
+  ])('finds no findings in %s', (_label, text) => {
+    expect(readStoredFindings(text)).toBeUndefined();
   });
 });
 

@@ -124,6 +124,38 @@ export function normalizeFindings(
   }
 }
 
+/**
+ * The findings kiln stored for a scan (the JSON of normalizeFindings' list), in that exact shape,
+ * or undefined when the text is not such a list: a row kiln did not write, or a damaged one.
+ */
+export function readStoredFindings(text: string): Finding[] | undefined {
+  let stored: unknown;
+  try {
+    stored = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(stored)) return undefined;
+  const findings: Finding[] = [];
+  for (const entry of stored as unknown[]) {
+    if (!isStoredFinding(entry)) return undefined;
+    const { id, package: pkg, version, fixed_version, severity } = entry;
+    findings.push({ id, package: pkg, version, fixed_version, severity });
+  }
+  return findings;
+}
+
+function isStoredFinding(value: unknown): value is Finding {
+  return (
+    isPlainObject(value) &&
+    typeof value.id === 'string' &&
+    typeof value.package === 'string' &&
+    typeof value.version === 'string' &&
+    (value.fixed_version === null || typeof value.fixed_version === 'string') &&
+    (SEVERITIES as readonly unknown[]).includes(value.severity)
+  );
+}
+
 /** Findings per severity, every severity present (0 when none). */
 export function summarize(findings: readonly Finding[]): Record<Severity, number> {
   const counts = Object.fromEntries(SEVERITIES.map((severity) => [severity, 0])) as Record<

@@ -66,8 +66,9 @@ function isJsonContent(req: IncomingMessage): boolean {
 }
 
 /**
- * `PUT /api/v1/builds/{id}/sbom|scan`: a build pod's upload, read by its own route (up to
- * KILN_ARTIFACT_MAX_BYTES, an SBOM past it kept truncated) rather than by this parser's limit.
+ * `PUT /api/v1/builds/{id}/sbom|scan`: a build pod's upload, read by its own route with its own
+ * byte limit (docs/adr/0034-artifact-uploads.md) rather than by this parser's; the route applies
+ * the same depth limit (refuseDeepJson).
  */
 export function isArtifactUpload(req: IncomingMessage): boolean {
   return (
@@ -81,6 +82,14 @@ function checkJsonBody(body: Buffer, encoding: string): void {
       'Content-Type': 'charset must be utf-8',
     });
   }
+  refuseDeepJson(body);
+}
+
+/**
+ * The 400 of a JSON body nested deeper than MAX_JSON_DEPTH. The body parser applies it to every
+ * JSON body; the upload routes, which read their own bodies, apply it to theirs.
+ */
+export function refuseDeepJson(body: Uint8Array): void {
   if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
     throw new InvalidRequestError(
       `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,

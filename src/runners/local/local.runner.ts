@@ -712,7 +712,7 @@ export class LocalRunner
     }
   }
 
-  /** The first KILN_ARTIFACT_MAX_BYTES of a step's document and its size; undefined when none. */
+  /** A step's document, as much as BuildArtifacts reads, and its size; undefined when none. */
   private async readDocument(file: string): Promise<ReceivedBody | undefined> {
     const handle = await open(file, 'r').catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return undefined;
@@ -722,7 +722,7 @@ export class LocalRunner
     try {
       const { size } = await handle.stat();
       if (size === 0) return undefined;
-      const buffer = Buffer.alloc(Math.min(size, this.artifacts.maxBytes));
+      const buffer = Buffer.alloc(Math.min(size, this.artifacts.maxUploadBytes));
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
       return { bytes: buffer.subarray(0, bytesRead), receivedBytes: size };
     } finally {
