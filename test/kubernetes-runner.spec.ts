@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
-import { ApiClient, wizardManifest } from './support/builds.js';
+import { ApiClient, distinct, wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
 import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
@@ -64,18 +64,21 @@ describe('the Kubernetes runner (API side)', () => {
     cluster.objects(...BUILDS, NAMESPACE).find((b) => b.metadata.name === id) as
       Record<string, any> | undefined;
 
-  async function wizardBuild(): Promise<Record<string, any>> {
+  /** A wizard build; unless a manifest is given, one of its own (nobody's duplicate). */
+  async function wizardBuild(
+    manifest = distinct(wizardManifest('kaniko')),
+  ): Promise<Record<string, any>> {
     const response = await admin.request('POST', '/builds', {
       tenant_id: seeded.tenantA,
       project_id: seeded.projectA,
-      manifest: wizardManifest('kaniko'),
+      manifest,
     });
     expect(response.status).toBe(201);
     return (await jsonOf(response)).data;
   }
 
   it('writes a suspended Build resource named after the build, projecting its spec', async () => {
-    const build = await wizardBuild();
+    const build = await wizardBuild(wizardManifest('kaniko'));
 
     expect(resource(build.id)).toMatchObject({
       apiVersion: 'kiln.dev/v1alpha1',
@@ -188,7 +191,7 @@ describe('the Kubernetes runner (API side)', () => {
     const response = await admin.request('POST', '/builds', {
       tenant_id: seeded.tenantA,
       project_id: seeded.projectA,
-      manifest: wizardManifest('kaniko'),
+      manifest: distinct(wizardManifest('kaniko')),
     });
 
     expect(response.status).toBe(503);

@@ -1,6 +1,6 @@
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
-import { ApiClient, wizardManifest } from './support/builds.js';
+import { ApiClient, distinct, wizardManifest } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -31,7 +31,7 @@ describe('retry idempotency', () => {
     const created = await admin.request('POST', '/builds', {
       tenant_id: seeded.tenantA,
       project_id: seeded.projectA,
-      manifest: wizardManifest('kaniko'),
+      manifest: distinct(wizardManifest('kaniko')),
     });
     expect(created.status).toBe(201);
     const { data } = await jsonOf(created);

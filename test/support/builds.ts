@@ -90,3 +90,19 @@ export function wizardManifest(
   }
   return manifest;
 }
+
+let distinctBuilds = 0;
+
+/**
+ * `manifest` with a tag no other build of this test process has, so it is nobody's duplicate
+ * (docs/adr/0030-duplicate-builds.md): for tests that create "another build" of one method.
+ */
+export function distinct(manifest: Record<string, unknown>): Record<string, unknown> {
+  distinctBuilds += 1;
+  const tags = manifest['tags'];
+  const tag = `only-${process.env['JEST_WORKER_ID'] ?? '0'}-${distinctBuilds}`;
+  return {
+    ...manifest,
+    tags: Array.isArray(tags) ? [...(tags as string[]), tag] : `${String(tags ?? '')}, ${tag}`,
+  };
+}

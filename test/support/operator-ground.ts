@@ -68,6 +68,8 @@ export class OperatorGround {
   private readonly operators = new Set<TestApp>();
   /** What a test opened besides operators (listeners, proxies): closed even when it fails. */
   private readonly opened: Array<() => Promise<void>> = [];
+  /** Builds made by startedBuild, numbering their tags. */
+  private builds = 0;
 
   private constructor(
     readonly cluster: KubeApiServer,
@@ -285,12 +287,17 @@ export class OperatorGround {
     return build;
   }
 
-  /** A kaniko build created and started through the API (a Build resource, unsuspended). */
+  /**
+   * A kaniko build created and started through the API (a Build resource, unsuspended); each one
+   * pushes a tag of its own, so none is a duplicate of another still running.
+   */
   async startedBuild(): Promise<string> {
+    const manifest = wizardManifest('kaniko');
+    manifest['tags'] = `latest, v1, build-${(this.builds += 1)}`;
     const created = await this.admin.request('POST', '/builds', {
       tenant_id: this.seeded.tenantA,
       project_id: this.seeded.projectA,
-      manifest: wizardManifest('kaniko'),
+      manifest,
     });
     expect(created.status).toBe(201);
     const id = (await jsonOf(created)).data.id as string;
