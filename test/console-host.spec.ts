@@ -61,6 +61,20 @@ describe('the console host', () => {
     expect((await get('/assets/missing-0000.js')).status).toBe(404);
   });
 
+  it('answers a missing asset with the console’s security headers and a body that does not echo the path', async () => {
+    for (const accept of ['*/*', 'text/html', 'application/json']) {
+      const missing = await get('/assets/%3Cscript%3Ealert(1)%3C%2Fscript%3E.js', accept);
+
+      expect(missing.status).toBe(404);
+      expect(missing.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+      expect(missing.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(missing.headers.get('x-frame-options')).toBe('DENY');
+      const body = await missing.text();
+      expect(JSON.parse(body)).toMatchObject({ code: 'NOT_FOUND', error: 'No such console asset' });
+      expect(body).not.toMatch(/script|alert|assets/i);
+    }
+  });
+
   it('leaves the API, its documents and the probes as they were', async () => {
     const unknown = await get('/api/v1/no-such-route');
     expect(unknown.status).toBe(404);

@@ -4,6 +4,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { errorResponseOf } from '../common/error-body.js';
+import { NotFoundError } from '../common/errors.js';
+import { currentRequestContext } from '../common/request-context.js';
 
 /**
  * Where `make build` puts the console (vite, after nest build): dist/console/ beside dist/. The
@@ -75,8 +78,17 @@ export function serveConsole(app: NestExpressApplication, dir = CONSOLE_DIR): vo
   });
   app.use((request: Request, response: Response, next: NextFunction) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') return next();
+    if (request.path.startsWith('/assets/')) {
+      // A missing asset is a 404, not the page, under the console's headers; its body does not
+      // echo the path asked for (text a link can choose, on the console's origin).
+      secure(response);
+      response.setHeader('Cache-Control', 'no-cache');
+      const traceId = currentRequestContext()?.requestId ?? null;
+      const { status, body } = errorResponseOf(new NotFoundError('No such console asset'), traceId);
+      response.status(status).json(body);
+      return;
+    }
     if (NOT_CONSOLE.test(request.path) || !request.accepts('html')) return next();
-    if (request.path.startsWith('/assets/')) return next(); // a missing asset is a 404, not the page
     secure(response);
     response.setHeader('Cache-Control', 'no-cache');
     if (index === undefined) {
