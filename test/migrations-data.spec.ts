@@ -1,6 +1,9 @@
 import pg from 'pg';
 import { BuildSpec1764288000000 } from '../src/database/migrations/1764288000000-build-spec.js';
 import { BuildLogCounters1764374400000 } from '../src/database/migrations/1764374400000-build-log-counters.js';
+import { UrlCredentials1765152000000 } from '../src/database/migrations/1765152000000-url-credentials.js';
+import { hearingMigrationNotes } from '../src/database/migrations/notes.js';
+import { referenceSpec } from './support/build-specs.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 
 /** The part of TypeORM's QueryRunner a migration uses, over a plain pg client. */
@@ -195,5 +198,112 @@ describe('data migrations', () => {
         WHERE table_name = 'builds' AND column_name LIKE 'log\\_%'`,
     );
     expect(columns.rows).toEqual([]);
+  });
+});
+
+describe('the migration that strips credentials from stored URLs', () => {
+  let database: TestDatabase;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await database.drop();
+  });
+
+  it('strips them from projects, secret manager and registry settings, build specs and error messages, and says which rows it changed without saying what it removed', async () => {
+    const secret = 'PASSWORD-from-before';
+    const one = async (sql: string, params: unknown[]) => (await client.query(sql, params)).rows[0];
+    const { id: tenantId } = await one(
+      `INSERT INTO tenants (name) VALUES ('stored') RETURNING id`,
+      [],
+    );
+    const { id: projectId } = await one(
+      `INSERT INTO projects (tenant_id, name, git_repository_url) VALUES ($1, 'old', $2) RETURNING id`,
+      [tenantId, `https://ci:${secret}@git.example.com/team/app.git`],
+    );
+    const { id: clean } = await one(
+      `INSERT INTO projects (tenant_id, name, git_repository_url) VALUES ($1, 'clean', $2) RETURNING id`,
+      [tenantId, 'ssh://git@git.example.com/team/app.git'],
+    );
+    await client.query(
+      `INSERT INTO tenant_secret_managers (tenant_id, type, settings) VALUES ($1, 'vault', $2)`,
+      [
+        tenantId,
+        { address: `http://kiln:${secret}@vault:8200`, auth: { method: 'token', tokenFile: '/t' } },
+      ],
+    );
+    await client.query(
+      `INSERT INTO tenant_registries (tenant_id, type, settings) VALUES ($1, 's3', $2)`,
+      [
+        tenantId,
+        { bucket: 'images', region: 'eu-west-1', endpoint: `http://minio:${secret}@minio:9000` },
+      ],
+    );
+    const spec = {
+      ...referenceSpec(),
+      source: {
+        repository: `https://ci:${secret}@git.example.com/team/app.git`,
+        branch: 'main',
+        commit: null,
+        context: '.',
+      },
+    };
+    const { id: buildId } = await one(
+      `INSERT INTO builds (tenant_id, project_id, build_number, status, config, spec, error_message, failure_reason)
+       VALUES ($1, $2, 1, 'failed', '{}', $3, $4, 'SecretUnavailable') RETURNING id`,
+      [tenantId, projectId, spec, `cannot reach Vault at http://kiln:${secret}@vault:8200`],
+    );
+    const notes: Array<{ fields: Record<string, unknown>; message: string }> = [];
+
+    await hearingMigrationNotes(
+      (fields, message) => notes.push({ fields, message }),
+      () => new UrlCredentials1765152000000().up(runnerOf(client)),
+    );
+
+    expect(await one('SELECT git_repository_url FROM projects WHERE id = $1', [projectId])).toEqual(
+      {
+        git_repository_url: 'https://git.example.com/team/app.git',
+      },
+    );
+    expect(await one('SELECT git_repository_url FROM projects WHERE id = $1', [clean])).toEqual({
+      git_repository_url: 'ssh://git@git.example.com/team/app.git',
+    });
+    expect(
+      (await one('SELECT settings FROM tenant_secret_managers WHERE tenant_id = $1', [tenantId]))
+        .settings,
+    ).toEqual({
+      address: 'http://vault:8200',
+      auth: { method: 'token', tokenFile: '/t' },
+    });
+    expect(
+      (await one('SELECT settings FROM tenant_registries WHERE tenant_id = $1', [tenantId]))
+        .settings,
+    ).toEqual({
+      bucket: 'images',
+      region: 'eu-west-1',
+      endpoint: 'http://minio:9000',
+    });
+    expect(
+      await one(
+        `SELECT spec -> 'source' ->> 'repository' AS url, error_message FROM builds WHERE id = $1`,
+        [buildId],
+      ),
+    ).toEqual({
+      url: 'https://git.example.com/team/app.git',
+      error_message: 'cannot reach Vault at http://vault:8200',
+    });
+    expect(notes.map((note) => note.fields)).toEqual([
+      { table: 'projects', project_id: projectId, tenant_id: tenantId },
+      { table: 'tenant_secret_managers', tenant_id: tenantId, type: 'vault', fields: ['address'] },
+      { table: 'tenant_registries', tenant_id: tenantId, type: 's3', fields: ['endpoint'] },
+      { table: 'builds', count: 1, build_ids: [buildId] },
+    ]);
+    expect(JSON.stringify(notes)).not.toContain(secret);
   });
 });

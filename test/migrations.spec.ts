@@ -2,8 +2,18 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { KILN_ENTITIES } from '../src/app.entities.js';
 import { createDataSource, MIGRATIONS_TABLE, runMigrations } from '../src/database/data-source.js';
 import { MIGRATIONS } from '../src/database/migrations/index.js';
+import { noteFromMigration } from '../src/database/migrations/notes.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { LogCapture } from './support/log-capture.js';
+
+/** A migration that has something to tell whoever runs it. */
+class NoteRows1700000000001 implements MigrationInterface {
+  name = 'NoteRows1700000000001';
+  async up(): Promise<void> {
+    noteFromMigration({ table: 'widgets', changed: 2 }, 'changed two widgets');
+  }
+  async down(): Promise<void> {}
+}
 
 class CreateWidgets1700000000000 implements MigrationInterface {
   name = 'CreateWidgets1700000000000';
@@ -51,6 +61,25 @@ describe(runMigrations.name, () => {
         'CreateWidgets1700000000000',
       ]),
     ).toHaveLength(1);
+    await ds.destroy();
+  });
+
+  it("logs what a migration says about the rows it changed, as a warning of the run's logger", async () => {
+    const capture = new LogCapture('info');
+    const ds = await createDataSource({
+      url: database.url,
+      logger: capture.logger,
+      entities: KILN_ENTITIES,
+      migrations: [...MIGRATIONS, NoteRows1700000000001],
+    }).initialize();
+
+    await runMigrations(ds, capture.logger);
+
+    expect(capture.find((line) => line['msg'] === 'changed two widgets')).toMatchObject({
+      level: 'warn',
+      table: 'widgets',
+      changed: 2,
+    });
     await ds.destroy();
   });
 

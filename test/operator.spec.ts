@@ -297,6 +297,40 @@ describe('the operator', () => {
     });
   });
 
+  it('refuses a Build whose source repository carries credentials, with InvalidSpec, registering nothing and echoing none of them', async () => {
+    const name = 'credentials-in-url';
+    cluster.seed({
+      apiVersion: 'kiln.dev/v1alpha1',
+      kind: 'Build',
+      metadata: { name, namespace: NS },
+      spec: {
+        tenantId: seeded.tenantA,
+        projectId: seeded.projectA,
+        method: 'kaniko',
+        source: { repository: 'https://ci:PASSWORD-in-url@git.example.com/team/app.git' },
+        config: { dockerfile: 'FROM scratch\n' },
+        output: { image: 'registry.example.com/team/app', tags: ['v1'] },
+      },
+    });
+
+    const status = await until('the refusal', () => resource(name)?.status);
+
+    expect(status).toMatchObject({
+      state: 'failed',
+      failureReason: 'InvalidSpec',
+      message: expect.stringContaining('spec.source.repository must not carry credentials'),
+    });
+    expect(status.buildId).toBeUndefined();
+    expect(JSON.stringify(status)).not.toContain('PASSWORD-in-url');
+    const events = await until('the InvalidSpec Event', () => {
+      const written = cluster
+        .objects('v1', 'events', NS)
+        .filter((e: any) => e.involvedObject?.name === name);
+      return written.length > 0 ? written : undefined;
+    });
+    expect(JSON.stringify(events)).not.toContain('PASSWORD-in-url');
+  });
+
   it('refuses a Build naming a project the tenant does not have, with InvalidSpec', async () => {
     const name = 'unknown-project';
     cluster.seed({

@@ -410,6 +410,68 @@ describe(VaultSecretManager.name, () => {
     });
   });
 
+  describe('when Vault redirects', () => {
+    let elsewhere: FakeVault;
+
+    beforeEach(async () => {
+      elsewhere = await FakeVault.start();
+      elsewhere.addToken(TOKEN, { policies: ['kv/data/app/'] });
+      elsewhere.put('kv', 'app/db', { password: VALUE });
+    });
+
+    afterEach(async () => {
+      await elsewhere.stop();
+    });
+
+    it.each([301, 302, 307, 308])(
+      'refuses a %i to another origin, naming it, and never sends the token there',
+      async (status) => {
+        vault.redirectNext(status, elsewhere.url);
+        const manager = new VaultSecretManager(tokenSettings(), FAST);
+
+        const error = await rejection(manager.resolve(ref('kv', 'app/db', 'password')));
+
+        expect(error).toBeInstanceOf(SecretManagerUnavailableError);
+        expect(error.message).toContain(`redirected to ${elsewhere.url}, another origin`);
+        expect(elsewhere.requests).toEqual([]);
+        // Not tried again: a redirect elsewhere is configuration, not a passing fault.
+        expect(vault.requests).toHaveLength(1);
+      },
+    );
+
+    it("refuses a kubernetes login redirected elsewhere, sending neither kiln's JWT nor a token there", async () => {
+      vault.addKubernetesRole('kubernetes', 'kiln', {
+        jwt: JWT,
+        policies: ['kv/data/app/'],
+        ttlSeconds: 600,
+      });
+      vault.redirectNext(307, elsewhere.url);
+      const manager = new VaultSecretManager(kubernetesSettings(), FAST);
+
+      const error = await rejection(manager.resolve(ref('kv', 'app/db', 'password')));
+
+      expect(error.message).toContain(`redirected to ${elsewhere.url}`);
+      expect(elsewhere.requests).toEqual([]);
+    });
+
+    it('follows a redirect within the configured origin, token and all', async () => {
+      vault.redirectNext(307, `${vault.url}/`);
+      const manager = new VaultSecretManager(tokenSettings(), FAST);
+
+      await expect(manager.resolve(ref('kv', 'app/db', 'password'))).resolves.toBe(VALUE);
+      expect(vault.requests.map((r) => r.headers['x-vault-token'])).toEqual([TOKEN, TOKEN]);
+    });
+
+    it('gives up on a redirect loop within the origin', async () => {
+      vault.redirectNext(302, `${vault.url}/`, 20);
+      const manager = new VaultSecretManager(tokenSettings(), FAST);
+
+      const error = await rejection(manager.resolve(ref('kv', 'app/db', 'password')));
+
+      expect(error.message).toContain('redirected more than 5 times');
+    });
+  });
+
   describe('over https', () => {
     const tls = generateTlsMaterial('fake-vault');
     let https: FakeVault;

@@ -1,5 +1,6 @@
 import type { TenancyService } from '../auth/tenancy.service.js';
 import { InvalidRequestError, NotFoundError } from '../common/errors.js';
+import { withoutCredentialsDeep } from '../common/url-credentials.js';
 import type { IntegrationsService } from '../integrations/integrations.service.js';
 import { type ProjectsService, toProjectResponse } from '../projects/projects.service.js';
 
@@ -140,9 +141,10 @@ export async function runCommand(
               required(flags, 'type'),
               settings,
             );
+      const shown = withoutCredentialsDeep(record.settings);
       return {
-        text: `tenant ${tenant.name} uses this ${record.type} ${noun === 'registry' ? 'registry' : 'secret manager'}:\n${indent(JSON.stringify(record.settings, null, 2))}`,
-        json: { tenant_id: tenant.id, type: record.type, settings: record.settings },
+        text: `tenant ${tenant.name} uses this ${record.type} ${noun === 'registry' ? 'registry' : 'secret manager'}:\n${indent(JSON.stringify(shown, null, 2))}`,
+        json: { tenant_id: tenant.id, type: record.type, settings: shown },
       };
     }
     case 'secret-manager list':
@@ -154,7 +156,7 @@ export async function runCommand(
           : await services.integrations.secretManagers(tenant.id);
       const listed = records.map((r) => ({
         type: r.type,
-        settings: r.settings,
+        settings: withoutCredentialsDeep(r.settings),
         updated_at: r.updatedAt.toISOString(),
       }));
       const text =

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { DataSource, type MigrationInterface } from 'typeorm';
 import { MIGRATIONS } from './migrations/index.js';
+import { hearingMigrationNotes } from './migrations/notes.js';
 
 /** A TypeORM entity class. */
 export type EntityClass = new () => object;
@@ -47,7 +48,10 @@ export async function runMigrations(dataSource: DataSource, logger: Logger): Pro
   await lock.connect();
   try {
     await lock.query(`SELECT pg_advisory_lock(hashtext($1))`, [MIGRATIONS_TABLE]);
-    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    const applied = await hearingMigrationNotes(
+      (fields, message) => logger.warn(fields, message),
+      () => dataSource.runMigrations({ transaction: 'each' }),
+    );
     const names = applied.map((m) => m.name);
     if (names.length > 0) logger.info({ migrations: names }, 'applied database migrations');
     return names;

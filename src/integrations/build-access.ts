@@ -78,6 +78,15 @@ export interface S3ImageTarget {
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
+/**
+ * The log masker of the build being prepared (LogSink, for this build). BuildAccess registers every
+ * value before the first call that could echo it, and masks what it reports with it.
+ */
+export interface BuildMasking {
+  register(values: readonly string[]): void;
+  mask(text: string): string;
+}
+
 /** What a starting build's Job gets, every value resolved; held in memory only. */
 export interface BuildAccessGrant {
   readonly ok: true;
@@ -94,9 +103,7 @@ export interface BuildAccessGrant {
    * no keys: the build's own identity, e.g. IRSA on its service account).
    */
   readonly s3?: S3ImageTarget;
-  /** Every value that must never show in a log line. */
-  readonly masked: readonly string[];
-  /** Lines for the build log (`[kiln] …`). */
+  /** Lines for the build log (`[kiln] …`), masked. */
   readonly notes: readonly string[];
 }
 
@@ -126,9 +133,27 @@ const OCI_TYPES: ReadonlySet<RegistryType> = new Set(['harbor', 'quay', 'artifac
 export class BuildAccess {
   constructor(private readonly deps: BuildAccessDeps) {}
 
+  /**
+   * Every value that must never show (build secrets, resolved references, the registry password,
+   * its `user:password` pair and that pair's base64, S3 keys, the git password) is registered
+   * with `masking` before the first outside call that could echo it: plain values before the
+   * secret manager is asked, resolved ones before the registry or bucket pre-flight. What this
+   * reports (a refusal's message, notes) is masked with it and carries no URL credentials.
+   */
   async prepare(
     build: BuildToStart,
+    masking: BuildMasking,
     signal?: AbortSignal,
+  ): Promise<BuildAccessGrant | BuildAccessRefusal> {
+    const prepared = await this.prepareUnmasked(build, masking, signal);
+    if (!prepared.ok) return { ...prepared, message: masking.mask(prepared.message) };
+    return { ...prepared, notes: prepared.notes.map((note) => masking.mask(note)) };
+  }
+
+  private async prepareUnmasked(
+    build: BuildToStart,
+    masking: BuildMasking,
+    signal: AbortSignal | undefined,
   ): Promise<BuildAccessGrant | BuildAccessRefusal> {
     const { config } = build.spec;
     const secrets = this.deps.sealer.unsealAll(config.secrets ?? {});
@@ -174,12 +199,24 @@ export class BuildAccess {
       fields['project.git_credentials.password'] = git.password;
     }
 
+    // buildx secrets are secret whether or not they are references; a plain registry, S3 or git
+    // password cannot be (settings refuse it), and user names are not secrets.
+    masking.register(
+      Object.values(secrets).filter((value) => value !== '' && !isSecretReference(value)),
+    );
     const resolution = await this.deps.resolver.resolve(build.tenantId, fields, signal);
     if (!resolution.ok) {
       return { ok: false, reason: 'SecretUnavailable', message: resolution.message };
     }
     const values = resolution.values;
     const masked = new Set<string>();
+    const registered = new Set<string>();
+    /** Registers what `masked` holds that is not registered yet. */
+    const registerMasked = (): void => {
+      const fresh = [...masked].filter((value) => value !== '' && !registered.has(value));
+      for (const value of fresh) registered.add(value);
+      if (fresh.length > 0) masking.register(fresh);
+    };
     const resolvedSecrets: Record<string, string> = {};
     for (const id of Object.keys(secrets)) {
       resolvedSecrets[id] = values[`manifest.build_config.secrets.${id}`]!;
@@ -216,8 +253,10 @@ export class BuildAccess {
         );
         dockerConfig = JSON.stringify({ auths: { [registry.address]: { auth } } });
         masked.add(credentials.password);
+        masked.add(`${credentials.username}:${credentials.password}`);
         masked.add(auth);
       }
+      registerMasked();
       const checked = await this.checkTargets(build, registryType, registry, credentials, signal);
       if ('reason' in checked) return checked;
       notes.push(...checked.notes);
@@ -233,6 +272,7 @@ export class BuildAccess {
               secretAccessKey: values['registry.s3.secretAccessKey']!,
             };
       if (keys !== undefined) masked.add(keys.secretAccessKey).add(keys.accessKeyId);
+      registerMasked();
       s3Target = { ...where, ...(keys === undefined ? {} : { credentials: keys }) };
       // With keys, kiln can ask as the build will; without, the build's pod has its own identity.
       if (keys !== undefined) {
@@ -241,6 +281,7 @@ export class BuildAccess {
         if (checked !== undefined) notes.push(checked.note);
       }
     }
+    registerMasked();
     return {
       ok: true,
       ...(s3Target === undefined ? {} : { s3: s3Target }),
@@ -248,7 +289,6 @@ export class BuildAccess {
       env,
       ...(dockerConfig === undefined ? {} : { dockerConfig }),
       ...(gitAccess === undefined ? {} : { git: gitAccess }),
-      masked: [...masked].filter((value) => value !== ''),
       notes,
     };
   }

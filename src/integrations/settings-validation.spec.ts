@@ -46,6 +46,62 @@ describe(readSecretManagerSettings.name, () => {
   });
 });
 
+describe('credentials inside URLs', () => {
+  it.each([
+    [
+      'vault',
+      { address: 'http://kiln:PASSWORD@vault:8200', auth: { method: 'kubernetes', role: 'r' } },
+      'settings.address',
+      'auth',
+    ],
+    [
+      'aws_secretsmanager',
+      { region: 'eu-west-1', endpoint: 'https://AKIA:SECRET@vpce.example.com' },
+      'settings.endpoint',
+      'credentialsFile',
+    ],
+    [
+      'azure_keyvault',
+      { vaultUrl: 'https://app:SECRET@acme.vault.azure.net' },
+      'settings.vaultUrl',
+      'federatedTokenFile',
+    ],
+    [
+      'azure_keyvault',
+      {
+        vaultUrl: 'https://acme.vault.azure.net',
+        authorityHost: 'https://token@login.example.com',
+      },
+      'settings.authorityHost',
+      'federatedTokenFile',
+    ],
+  ] as const)(
+    'refuses them in %s settings, naming the field and where credentials go',
+    (type, settings, field, instead) => {
+      const read = readSecretManagerSettings(type, settings);
+
+      expect(read).toEqual({
+        details: { [field]: expect.stringContaining('must not carry credentials') },
+      });
+      expect((read as { details: Record<string, string> }).details[field]).toContain(instead);
+      expect(JSON.stringify(read)).not.toContain('SECRET');
+      expect(JSON.stringify(read)).not.toContain('PASSWORD');
+    },
+  );
+
+  it('refuses them in an S3 registry endpoint, pointing to the key references', () => {
+    const read = readRegistrySettings('s3', {
+      bucket: 'images',
+      region: 'eu-west-1',
+      endpoint: 'http://minio:minio-secret@minio.example.com:9000',
+    });
+
+    expect(read).toEqual({
+      details: { 'settings.endpoint': expect.stringContaining('accessKeyId and secretAccessKey') },
+    });
+  });
+});
+
 describe(readRegistrySettings.name, () => {
   it('reads Harbor settings whose password is a reference', () => {
     const settings = {

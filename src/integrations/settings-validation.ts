@@ -1,4 +1,5 @@
 import { isPlainObject } from '../build-methods/fields.js';
+import { carriesCredentials, credentialsInUrlProblem } from '../common/url-credentials.js';
 import type { RegistryType, SecretManagerType } from '../build-methods/types.js';
 import type { RegistrySettingsByType } from '../registries/settings.js';
 import { isSecretReference, parseSecretReference } from '../secret-managers/reference.js';
@@ -38,6 +39,16 @@ class Fields {
     }
     if (rule !== undefined && !rule.test(value)) {
       this.details[this.at(key)] = rule.says;
+      return undefined;
+    }
+    return value;
+  }
+
+  /** A URL (`rule`) without credentials; `instead` says where its credentials go. */
+  url(key: string, rule: Rule, instead: string, required = false): string | undefined {
+    const value = required ? this.required(key, rule) : this.string(key, rule);
+    if (value !== undefined && carriesCredentials(value)) {
+      this.details[this.at(key)] = credentialsInUrlProblem(instead);
       return undefined;
     }
     return value;
@@ -134,7 +145,12 @@ export function readSecretManagerSettings<T extends SecretManagerType>(
         };
       }
       settings = {
-        address: fields.required('address', URL_RULE),
+        address: fields.url(
+          'address',
+          URL_RULE,
+          'auth (a token file, or kubernetes auth with a role)',
+          true,
+        ),
         namespace: fields.string('namespace'),
         auth: withoutUndefined(authSettings),
         caFile: fields.string('caFile', FILE_RULE),
@@ -148,7 +164,7 @@ export function readSecretManagerSettings<T extends SecretManagerType>(
           test: (r) => /^[a-z0-9-]+$/.test(r),
           says: 'must be an AWS region such as eu-west-1',
         }),
-        endpoint: fields.string('endpoint', URL_RULE),
+        endpoint: fields.url('endpoint', URL_RULE, 'credentialsFile or profile'),
         credentialsFile: fields.string('credentialsFile', FILE_RULE),
         profile: fields.string('profile'),
       };
@@ -163,11 +179,20 @@ export function readSecretManagerSettings<T extends SecretManagerType>(
         'caFile',
       ]);
       settings = {
-        vaultUrl: fields.required('vaultUrl', HTTPS_RULE),
+        vaultUrl: fields.url(
+          'vaultUrl',
+          HTTPS_RULE,
+          'a workload identity (federatedTokenFile)',
+          true,
+        ),
         tenantId: fields.string('tenantId'),
         clientId: fields.string('clientId'),
         federatedTokenFile: fields.string('federatedTokenFile', FILE_RULE),
-        authorityHost: fields.string('authorityHost', URL_RULE),
+        authorityHost: fields.url(
+          'authorityHost',
+          URL_RULE,
+          'a workload identity (federatedTokenFile)',
+        ),
         caFile: fields.string('caFile', FILE_RULE),
       };
   }
@@ -206,7 +231,11 @@ export function readRegistrySettings<T extends RegistryType>(
         test: (r) => /^[a-z0-9-]+$/.test(r),
         says: 'must be an AWS region such as eu-west-1',
       }),
-      endpoint: fields.string('endpoint', URL_RULE),
+      endpoint: fields.url(
+        'endpoint',
+        URL_RULE,
+        'accessKeyId and secretAccessKey (a secret reference)',
+      ),
       forcePathStyle: fields.boolean('forcePathStyle'),
       accessKeyId: fields.string('accessKeyId', USERNAME_RULE),
       secretAccessKey: fields.string('secretAccessKey', REFERENCE_RULE),

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ConflictError, NotFoundError } from '../common/errors.js';
+import { withoutCredentials } from '../common/url-credentials.js';
 import type { PushedImages } from '../steps/pushed-image.js';
 import type { BuildEntity } from './build.entity.js';
 import {
@@ -149,12 +150,15 @@ export class BuildLifecycle {
     });
   }
 
-  /** in_progress → failed with a bounded reason (a runner); `at` as for succeed. */
+  /**
+   * in_progress → failed with a bounded reason (a runner); `at` as for succeed. The message is
+   * shown to every reader of the build: a URL in it is kept without credentials.
+   */
   fail(id: string, reason: FailureReason, message: string, at?: Date): Promise<BuildEntity> {
     return this.apply(id, undefined, 'fail', {
       completedAt: at ?? 'now',
       failureReason: reason,
-      errorMessage: message.slice(0, ERROR_MESSAGE_LIMIT),
+      errorMessage: withoutCredentials(message).slice(0, ERROR_MESSAGE_LIMIT),
     });
   }
 

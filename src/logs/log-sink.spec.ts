@@ -101,6 +101,25 @@ describe(LogSink.name, () => {
       ]);
     });
 
+    it('stores a URL a build printed without its credentials, and the rest of the line as it was', async () => {
+      const id = await createBuild(kiln, 'url-credentials');
+
+      await sink.append(id, [
+        { text: 'fatal: unable to access https://ci-bot:hunter2-token@git.example.com/app.git/' },
+        { text: 'cloning ssh://git@git.example.com/app.git' },
+      ]);
+
+      const rows = await kiln.dataSource.query<Array<{ message: string }>>(
+        'SELECT message FROM build_log_lines WHERE build_id = $1 ORDER BY seq',
+        [id],
+      );
+      expect(rows.map((r) => r.message)).toEqual([
+        'fatal: unable to access https://git.example.com/app.git/',
+        'cloning ssh://git@git.example.com/app.git',
+      ]);
+      expect(sink.maskText(id, 'at http://kiln:PASSWORD@vault:8200')).toBe('at http://vault:8200');
+    });
+
     it('stores nothing on a retry when the build already has the lines the first attempt would have left', async () => {
       const id = await createBuild(kiln, 'retry');
       const repository = kiln.app.get(BuildLogsRepository);

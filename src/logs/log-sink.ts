@@ -14,6 +14,7 @@ import {
 } from './build-logs.repository.js';
 import { MAX_LINE_BYTES } from './line-splitter.js';
 import { type Registration, SecretMasker } from './secret-masker.js';
+import { withoutCredentials } from '../common/url-credentials.js';
 
 /** Secrets longer than this are refused: the held-back tail of a cut line must cover any form. */
 const MAX_SECRET_CHARS = 1024;
@@ -158,9 +159,28 @@ export class LogSink implements OnModuleDestroy {
     return results;
   }
 
-  /** Masks `text` exactly as this build's log lines are masked (its secrets and kiln's own). */
+  /**
+   * This build's masker as a value to hand to whoever learns its secrets (BuildAccess): values
+   * given to `register` are masked in its log from then on; `mask` is maskText.
+   */
+  masking(buildId: string): {
+    register(values: readonly string[]): void;
+    mask(text: string): string;
+  } {
+    return {
+      register: (values) => {
+        if (values.length > 0) this.registerSecrets(buildId, values);
+      },
+      mask: (text) => this.maskText(buildId, text),
+    };
+  }
+
+  /**
+   * Masks `text` exactly as this build's log lines are masked (its secrets and kiln's own, and
+   * the credentials of any URL in it).
+   */
   maskText(buildId: string, text: string): string {
-    return this.maskerFor(buildId).mask(text);
+    return withoutCredentials(this.maskerFor(buildId).mask(text));
   }
 
   /**
@@ -216,7 +236,7 @@ export class LogSink implements OnModuleDestroy {
       // A piece cut at the splitter's cap goes on in the next piece: mask it joined with what was
       // held back, and hold back its tail, so a secret across the cut is masked whole.
       const joined = carry === undefined ? line.text : carry.text + line.text;
-      const masked = masker.mask(joined);
+      const masked = withoutCredentials(masker.mask(joined));
       let text = masked;
       carry = undefined;
       if (line.continued === true) {

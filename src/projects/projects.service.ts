@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { InvalidRequestError, NotFoundError } from '../common/errors.js';
+import {
+  carriesCredentials,
+  credentialsInUrlProblem,
+  withoutCredentials,
+} from '../common/url-credentials.js';
 import { isSecretReference, parseSecretReference } from '../secret-managers/reference.js';
 import type { ProjectEntity } from './project.entity.js';
 import { ProjectsRepository } from './projects.repository.js';
@@ -9,6 +14,10 @@ import { ProjectsRepository } from './projects.repository.js';
 /** `host[:port][/path]`: where images of builds that name no repository go. */
 const REGISTRY = /^[A-Za-z0-9.-]+(:\d{1,5})?(\/[a-z0-9._-]+)*$/;
 const GIT_URL = /^(?:(?:https|ssh|git):\/\/[^\s/]+\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+)$/;
+
+/** Where a project's clone credentials go instead of its URL. */
+export const GIT_CREDENTIALS_WAY =
+  'the project’s git credentials (kiln project git-credentials --username … --password <secret reference>)';
 
 export class ProjectResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;
@@ -29,7 +38,8 @@ export function toProjectResponse(project: ProjectEntity): ProjectResponse {
     id: project.id,
     tenant_id: project.tenantId,
     name: project.name,
-    git_repository_url: project.gitRepositoryUrl,
+    git_repository_url:
+      project.gitRepositoryUrl === null ? null : withoutCredentials(project.gitRepositoryUrl),
     default_registry: project.defaultRegistry,
     created_at: project.createdAt.toISOString(),
     updated_at: project.updatedAt.toISOString(),
@@ -51,6 +61,8 @@ export class ProjectsService {
     if (trimmed.length < 1 || trimmed.length > 100) details['name'] = 'length 1-100';
     if (gitRepositoryUrl !== undefined && !GIT_URL.test(gitRepositoryUrl)) {
       details['git_repository_url'] = 'an https://, ssh://, git:// or user@host:path URL';
+    } else if (gitRepositoryUrl !== undefined && carriesCredentials(gitRepositoryUrl)) {
+      details['git_repository_url'] = credentialsInUrlProblem(GIT_CREDENTIALS_WAY);
     }
     if (defaultRegistry !== undefined && !REGISTRY.test(defaultRegistry)) {
       details['default_registry'] = 'host[:port][/path], e.g. registry.example.com/team';

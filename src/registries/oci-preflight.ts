@@ -159,7 +159,14 @@ class PushCheck {
     this.label = `${repository.host}/${repository.path}`;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (credentials !== undefined && credentials.password !== '') {
-      this.secrets.push(credentials.password);
+      // What a registry may echo of the Authorization header it got: the pair and its base64.
+      const pair = `${credentials.username}:${credentials.password}`;
+      this.secrets.push(
+        credentials.password,
+        pair,
+        Buffer.from(pair, 'utf8').toString('base64'),
+        Buffer.from(pair, 'utf8').toString('base64').replace(/=+$/, ''),
+      );
     }
   }
 
@@ -391,9 +398,14 @@ class PushCheck {
     return `; the registry said: ${this.scrub(said).slice(0, MAX_REGISTRY_MESSAGE)}`;
   }
 
-  /** Registry text with the secrets blanked, in case a registry echoes what it was sent. */
+  /**
+   * Registry text with the secrets blanked, in case a registry echoes what it was sent. Longest
+   * first, so a pair is blanked whole before the password inside it.
+   */
   private scrub(text: string): string {
-    return this.secrets.reduce((scrubbed, secret) => scrubbed.split(secret).join('***'), text);
+    return [...this.secrets]
+      .sort((a, b) => b.length - a.length)
+      .reduce((scrubbed, secret) => scrubbed.split(secret).join('***'), text);
   }
 
   private unauthorized(detail: string): RegistryUnauthorizedError {

@@ -1,3 +1,4 @@
+import { withoutCredentials } from '../common/url-credentials.js';
 import type { SecretManagerType } from '../build-methods/types.js';
 import { isSecretReference, parseSecretReference, schemeOf } from './reference.js';
 import {
@@ -102,8 +103,15 @@ class NoSettingsError extends Error {
   }
 }
 
-/** What went wrong, in words that name the reference and never hold a value. */
+/**
+ * What went wrong, in words that name the reference and never hold a value; a URL in an adapter's
+ * message is shown without credentials.
+ */
 function describe(error: unknown, reference: SecretReference): string {
+  return withoutCredentials(describeFailure(error, reference));
+}
+
+function describeFailure(error: unknown, reference: SecretReference): string {
   if (error instanceof SecretNotFoundError) {
     return `${reference.text} could not be resolved: ${error.message.startsWith(reference.text) ? error.message.slice(reference.text.length + 2) : error.message}`;
   }

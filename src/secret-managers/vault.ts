@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, type Dispatcher, fetch } from 'undici';
+import { withoutCredentials } from '../common/url-credentials.js';
 import {
   DEFAULT_RESOLVE_LIMITS,
   type ResolveLimits,
@@ -42,6 +43,11 @@ interface VaultAnswer {
   readonly status: number;
   readonly body: unknown;
 }
+
+type FetchInit = NonNullable<Parameters<typeof fetch>[1]>;
+
+const REDIRECTS: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
 
 /** A login is renewed this long before its lease ends, at most; at least 80% of it is used. */
 const RENEW_MARGIN_MS = 60_000;
@@ -181,7 +187,7 @@ export class VaultSecretManager implements SecretManager {
       if (attempt > 1) await backoff(attempt, signal);
       const timeout = AbortSignal.timeout(timeoutMs);
       try {
-        const response = await fetch(url, {
+        const response = await this.fetchFollowingOwnRedirects(what, url, {
           method: request.body === undefined ? 'GET' : 'POST',
           headers,
           body: request.body,
@@ -200,9 +206,10 @@ export class VaultSecretManager implements SecretManager {
         };
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
+        if (error instanceof SecretManagerUnavailableError) throw error;
         failure = timeout.aborted
           ? { detail: `Vault did not answer within ${timeoutMs} ms` }
-          : { detail: `cannot reach Vault at ${this.address}`, cause: error };
+          : { detail: `cannot reach Vault at ${withoutCredentials(this.address)}`, cause: error };
       }
     }
     throw new SecretManagerUnavailableError(
@@ -210,6 +217,45 @@ export class VaultSecretManager implements SecretManager {
       `${what}: ${failure.detail} (${attempts} attempt${attempts === 1 ? '' : 's'})`,
       { cause: failure.cause },
     );
+  }
+
+  /**
+   * `fetch` that follows a redirect only within the configured Vault's origin: the token and
+   * namespace headers go to no other host (fetch would forward them, as they are not
+   * `Authorization`). A redirect elsewhere (a standby naming another node's address, a proxy) is
+   * an error naming where it pointed; configure the address that answers for the cluster.
+   */
+  private async fetchFollowingOwnRedirects(
+    what: string,
+    url: string,
+    init: FetchInit,
+  ): Promise<Awaited<ReturnType<typeof fetch>>> {
+    const origin = new URL(this.address).origin;
+    let target = url;
+    let request = init;
+    for (let hop = 0; ; hop++) {
+      const response = await fetch(target, { ...request, redirect: 'manual' });
+      const location = response.headers.get('location');
+      if (!REDIRECTS.has(response.status) || location === null) return response;
+      await response.body?.cancel();
+      const next = new URL(location, target);
+      if (next.origin !== origin) {
+        throw new SecretManagerUnavailableError(
+          'vault',
+          `${what}: Vault at ${withoutCredentials(origin)} redirected to ${withoutCredentials(next.origin)}, another origin; kiln sends its Vault token only to the configured address`,
+        );
+      }
+      if (hop >= MAX_REDIRECTS) {
+        throw new SecretManagerUnavailableError(
+          'vault',
+          `${what}: Vault redirected more than ${MAX_REDIRECTS} times`,
+        );
+      }
+      // 303, and 301/302 of a POST, go on as a GET without the body (as fetch would).
+      const asGet = response.status === 303 || (request.method === 'POST' && response.status < 303);
+      request = asGet ? { ...request, method: 'GET', body: undefined } : request;
+      target = next.href;
+    }
   }
 
   /** With `caFile`, an agent that trusts that PEM for https; made once. */

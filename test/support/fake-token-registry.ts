@@ -44,6 +44,11 @@ export interface FakeTokenRegistryOptions {
   readonly basicAuthMode?: boolean;
   /** Tokens the client cannot decode (random strings) instead of JWTs. */
   readonly opaqueTokens?: boolean;
+  /**
+   * Error messages end with the Authorization header the request carried, as some registries
+   * and proxies echo it (`DENIED: denied for Basic cm9ib3Q6…`).
+   */
+  readonly echoAuthorization?: boolean;
 }
 
 export interface RecordedRequest {
@@ -110,9 +115,11 @@ export class FakeTokenRegistry {
   private readonly faults: Fault[] = [];
   private readonly projects: ReadonlySet<string> | undefined;
   private readonly opaqueTokens: boolean;
+  private readonly echoAuthorization: boolean;
 
   private constructor(options: FakeTokenRegistryOptions) {
     this.basicAuthMode = options.basicAuthMode ?? false;
+    this.echoAuthorization = options.echoAuthorization ?? false;
     this.opaqueTokens = options.opaqueTokens ?? false;
     this.projects = options.projects === undefined ? undefined : new Set(options.projects);
     this.server = createServer((request, response) => this.handle(request, response));
@@ -283,16 +290,32 @@ export class FakeTokenRegistry {
     const user = this.basicUser(authorization);
     if (user === undefined) {
       response.setHeader('WWW-Authenticate', `Basic realm="${SERVICE}"`);
-      sendErrors(response, 401, 'UNAUTHORIZED', 'authentication required');
+      sendErrors(
+        response,
+        401,
+        'UNAUTHORIZED',
+        this.echo('authentication required', authorization),
+      );
       return false;
     }
     if (name === undefined) return true;
     const granted = user.access[name] ?? [];
     if (!actions.every((action) => granted.includes(action))) {
-      sendErrors(response, 403, 'DENIED', 'requested access to the resource is denied');
+      sendErrors(
+        response,
+        403,
+        'DENIED',
+        this.echo('requested access to the resource is denied', authorization),
+      );
       return false;
     }
     return true;
+  }
+
+  private echo(message: string, authorization: string): string {
+    return this.echoAuthorization && authorization !== ''
+      ? `${message} for ${authorization}`
+      : message;
   }
 
   private challenge(response: ServerResponse, scope?: string, error?: string): void {

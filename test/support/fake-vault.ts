@@ -79,6 +79,7 @@ export class FakeVault {
   private readonly secrets = new Map<string, Version[]>();
   private readonly mounts = new Set<string>();
   private readonly failures: number[] = [];
+  private readonly redirects: Array<{ status: number; to: string }> = [];
 
   private readonly server: Server;
   private listeningUrl = '';
@@ -164,6 +165,14 @@ export class FakeVault {
     for (let i = 0; i < count; i++) this.failures.push(status);
   }
 
+  /**
+   * The next `count` requests are redirected with `status` to `to` (a base URL: the request's path
+   * and query are kept), as a standby node or a proxy in front of Vault may answer.
+   */
+  redirectNext(status: number, to: string, count = 1): void {
+    for (let i = 0; i < count; i++) this.redirects.push({ status, to });
+  }
+
   async stop(): Promise<void> {
     const closed = new Promise((done) => this.server.close(done));
     this.server.closeAllConnections();
@@ -187,6 +196,13 @@ export class FakeVault {
     if (this.sealed) return send(response, 503, { errors: ['Vault is sealed'] });
     const failure = this.failures.shift();
     if (failure !== undefined) return send(response, failure, { errors: [`injected ${failure}`] });
+    const redirect = this.redirects.shift();
+    if (redirect !== undefined) {
+      response
+        .writeHead(redirect.status, { Location: new URL(request.url ?? '/', redirect.to).href })
+        .end();
+      return;
+    }
 
     const url = new URL(request.url ?? '/', 'http://vault');
     const namespace = normalizeNamespace(request.headers['x-vault-namespace']);

@@ -15,6 +15,7 @@ import { BuildListIndexes1764806400000 } from './1764806400000-build-list-indexe
 import { AccessNotifications1764892800000 } from './1764892800000-access-notifications.js';
 import { BuildLogPurges1764979200000 } from './1764979200000-build-log-purges.js';
 import { SpecDigest1765065600000 } from './1765065600000-spec-digest.js';
+import { UrlCredentials1765152000000 } from './1765152000000-url-credentials.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -37,4 +38,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   AccessNotifications1764892800000,
   BuildLogPurges1764979200000,
   SpecDigest1765065600000,
+  UrlCredentials1765152000000,
 ];

@@ -20,6 +20,7 @@ import { specDigest } from '../../build-methods/build-spec.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
 import { ConflictError, NotFoundError } from '../../common/errors.js';
+import { carriesCredentials, credentialsInUrlProblem } from '../../common/url-credentials.js';
 import type { CustomResources } from '../../kubernetes/custom-resources.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
 import type { BuildAccess, BuildAccessGrant } from '../../integrations/build-access.js';
@@ -245,6 +246,13 @@ export class BuildReconciler {
             ...read,
             config: { ...read.config, secrets: this.deps.sealer.sealAll(read.config.secrets) },
           };
+    const repository = read.source.repository;
+    if (repository !== null && carriesCredentials(repository)) {
+      return this.refuseRegistration(
+        resource,
+        `spec.source.repository ${credentialsInUrlProblem('the project’s git credentials (kiln project git-credentials)')}`,
+      );
+    }
     const uid = resource.metadata.uid ?? resource.metadata.name;
     await this.endReplaced(resource, uid);
     let created: BuildEntity;
@@ -268,18 +276,12 @@ export class BuildReconciler {
       }));
     } catch (error) {
       if (!(error instanceof NotFoundError || error instanceof ConflictError)) throw error;
-      const message =
+      return this.refuseRegistration(
+        resource,
         error instanceof NotFoundError
           ? `tenant ${resource.spec.tenantId} has no project ${resource.spec.projectId}`
-          : error.message;
-      await this.writeStatus(resource, {
-        state: 'failed',
-        failureReason: 'InvalidSpec',
-        message,
-        conditions: [this.condition(resource, 'False', 'InvalidSpec', message)],
-      });
-      await this.event(resource, 'Warning', 'InvalidSpec', message);
-      return;
+          : error.message,
+      );
     }
     await this.event(
       resource,
@@ -288,6 +290,17 @@ export class BuildReconciler {
       `registered as build ${created.buildNumber} (${created.id})`,
     );
     return this.mirror(resource, created);
+  }
+
+  /** A Build kiln will not register: failed with InvalidSpec, for good (it is not retried). */
+  private async refuseRegistration(resource: BuildResource, message: string): Promise<void> {
+    await this.writeStatus(resource, {
+      state: 'failed',
+      failureReason: 'InvalidSpec',
+      message,
+      conditions: [this.condition(resource, 'False', 'InvalidSpec', message)],
+    });
+    await this.event(resource, 'Warning', 'InvalidSpec', message);
   }
 
   /**
@@ -368,7 +381,9 @@ export class BuildReconciler {
   ): Promise<V1Job | 'exists' | 'refused'> {
     const namespace = this.namespaceOf(resource);
     const name = buildObjectName(record.id);
-    const access = await this.deps.access.prepare(record);
+    // Every value is registered for masking before the first call that could echo it, and before
+    // any line of the pod is read.
+    const access = await this.deps.access.prepare(record, this.deps.sink.masking(record.id));
     if (!access.ok) {
       const failed = await this.transition(record, () =>
         this.deps.lifecycle.fail(record.id, access.reason, access.message),
@@ -377,8 +392,6 @@ export class BuildReconciler {
       await this.ended(resource, failed);
       return 'refused';
     }
-    // Before any line of the pod is read, and before the Job exists to print one.
-    if (access.masked.length > 0) this.deps.sink.registerSecrets(record.id, access.masked);
     const credentialsSecret =
       access.dockerConfig !== undefined ? name : resource.spec.output?.credentialsSecret;
     const translation = BUILD_METHODS[record.spec.method].jobSpec(record.spec, {

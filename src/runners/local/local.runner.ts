@@ -35,6 +35,7 @@ import { localPlanOf } from '../../build-methods/methods.js';
 import { sbomTool, scanTool, type StepSettings, type StepTool } from '../../build-methods/steps.js';
 import { isDatabaseUnavailable } from '../../common/database-errors.js';
 import { KilnError } from '../../common/errors.js';
+import { withoutCredentials } from '../../common/url-credentials.js';
 import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
@@ -213,7 +214,6 @@ export class LocalRunner
         // References resolved, registry checked, every value masked: before the first child runs.
         const access = await this.prepareAccess(build, run);
         if (!access.ok) throw new BuildFailure(access.reason, access.message);
-        if (access.masked.length > 0) this.sink.registerSecrets(build.id, access.masked);
         run.access = access;
         for (const note of access.notes) await this.say(build.id, note);
         const { timeoutSeconds } = build.spec;
@@ -296,7 +296,7 @@ export class LocalRunner
     const deadline = Date.now() + build.spec.timeoutSeconds * 1000;
     for (let wait = 250; ; wait = Math.min(wait * 2, OUTCOME_RETRY_MAX_WAIT_MS)) {
       try {
-        return await this.buildAccess.prepare(build);
+        return await this.buildAccess.prepare(build, this.sink.masking(build.id));
       } catch (error) {
         if (!isDatabaseUnavailable(error) || run.cancelled || Date.now() + wait > deadline) {
           throw error;
@@ -783,7 +783,7 @@ export class LocalRunner
     if (clone.code !== 0) {
       throw new BuildFailure(
         'BuildFailed',
-        `cloning ${repository} failed: ${failureMessage(clone.tail, clone.code)}`,
+        `cloning ${withoutCredentials(repository)} failed: ${failureMessage(clone.tail, clone.code)}`,
       );
     }
     if (commit !== null) {
@@ -798,7 +798,7 @@ export class LocalRunner
       if (checkout.code !== 0) {
         throw new BuildFailure(
           'InvalidSpec',
-          `commit ${commit} is not in ${repository}${branch === null ? '' : ` (branch ${branch})`}`,
+          `commit ${commit} is not in ${withoutCredentials(repository)}${branch === null ? '' : ` (branch ${branch})`}`,
         );
       }
     }
