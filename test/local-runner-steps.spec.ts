@@ -196,6 +196,13 @@ describe('the local runner’s SBOM and scan steps (real buildah, registry and A
     expect(build.error_message).toContain(FAKE_FINDING.id);
     expect(build.error_message).toMatch(/image was pushed and stays in the registry/);
     expect(await registry.tags('kiln/violating')).toContain('latest');
+    // What it pushed is on the build, so users can find the image and remove it.
+    const reference = await pushedReference('violating');
+    const digest = reference.split('@')[1];
+    expect(build).toMatchObject({
+      image_digest: digest,
+      images: ['latest', 'v1'].map((tag) => `${registry.address}/kiln/violating:${tag}@${digest}`),
+    });
     const scan = await jsonOf(await admin.request('GET', `/builds/${id}/scan`));
     expect(scan.policy).toMatchObject({ fail_on: 'high', violated: true });
   });

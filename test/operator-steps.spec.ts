@@ -461,6 +461,14 @@ describe('the steps after the image, through the operator', () => {
     expect(await ground.column(id, 'failure_reason')).toBe('PolicyViolation');
     expect(build.error_message).toContain(`${POLICY_FINDING} (libidn2-0 2.0.5-1)`);
     expect(build.error_message).toMatch(/image was pushed and stays in the registry/);
+    // What it pushed is on the build, so users can find the image and remove it.
+    const image = pushed.get(ground.podOf(id)?.metadata?.name ?? '');
+    const digest = image?.split('@')[1];
+    expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(build).toMatchObject({
+      image_digest: digest,
+      images: ['latest', 'v1'].map((tag) => `${repository}:${tag}@${digest}`),
+    });
     const scan = await jsonOf(await get(id, 'scan'));
     expect(scan.summary).toMatchObject({ high: 1, low: 1 });
     expect(scan.policy).toMatchObject({

@@ -152,13 +152,22 @@ export class BuildLifecycle {
 
   /**
    * in_progress → failed with a bounded reason (a runner); `at` as for succeed. The message is
-   * shown to every reader of the build: a URL in it is kept without credentials.
+   * shown to every reader of the build: a URL in it is kept without credentials. `pushed`: what a
+   * build that failed after its push (PolicyViolation) left in the registry, so users can find and
+   * remove it.
    */
-  fail(id: string, reason: FailureReason, message: string, at?: Date): Promise<BuildEntity> {
+  fail(
+    id: string,
+    reason: FailureReason,
+    message: string,
+    at?: Date,
+    pushed?: PushedImages,
+  ): Promise<BuildEntity> {
     return this.apply(id, undefined, 'fail', {
       completedAt: at ?? 'now',
       failureReason: reason,
       errorMessage: withoutCredentials(message).slice(0, ERROR_MESSAGE_LIMIT),
+      ...(pushed === undefined ? {} : { pushed }),
     });
   }
 

@@ -643,7 +643,8 @@ export class BuildReconciler {
   /**
    * A Job that succeeded built and pushed the image and ran its steps: the build succeeds unless
    * the scan policy fails it (PolicyViolation; the image stays pushed, the message says so).
-   * What it pushed is recorded with the success; a report kiln cannot read costs only that.
+   * What it pushed is recorded with the success or the PolicyViolation; a report kiln cannot
+   * read costs only that.
    */
   private async succeed(
     record: BuildEntity,
@@ -651,22 +652,21 @@ export class BuildReconciler {
     pushed: PushedReport,
   ): Promise<BuildEntity> {
     const verdict = await this.deps.artifacts.gate(record);
-    if (verdict.pass) {
-      if (pushed !== undefined && 'problem' in pushed) {
-        await this.deps.sink.append(record.id, [
-          {
-            text: `WARN: [kiln] could not learn the pushed image's digest (${pushed.problem}); the build records none`,
-            container: 'kiln',
-          },
-        ]);
-      }
-      const known = pushed !== undefined && 'digest' in pushed ? pushed : undefined;
-      return this.deps.lifecycle.succeed(record.id, endedAt, known);
+    if (pushed !== undefined && 'problem' in pushed) {
+      await this.deps.sink.append(record.id, [
+        {
+          text: `WARN: [kiln] could not learn the pushed image's digest (${pushed.problem}); the build records none`,
+          container: 'kiln',
+        },
+      ]);
     }
+    // Recorded whatever the verdict: a refused image stays pushed, and users must find it.
+    const known = pushed !== undefined && 'digest' in pushed ? pushed : undefined;
+    if (verdict.pass) return this.deps.lifecycle.succeed(record.id, endedAt, known);
     await this.deps.sink.append(record.id, [
       { text: `ERROR: [kiln] ${verdict.message}`, container: 'kiln' },
     ]);
-    return this.deps.lifecycle.fail(record.id, 'PolicyViolation', verdict.message, endedAt);
+    return this.deps.lifecycle.fail(record.id, 'PolicyViolation', verdict.message, endedAt, known);
   }
 
   // ---- ending -----------------------------------------------------------------------------

@@ -196,7 +196,7 @@ export class LocalRunner
 
   private async execute(build: RunnableBuild, run: ActiveRun): Promise<void> {
     let failure: BuildFailure | undefined;
-    /** What the build pushed, recorded with its success. */
+    /** What the build pushed, recorded with its outcome. */
     let recorded: PushedImages | undefined;
     let acquired = false;
     try {
@@ -251,10 +251,12 @@ export class LocalRunner
       await this.whileDatabaseDown(build.id, deadline, () => this.say(build.id, message, 'ERROR'));
     }
     await this.sink.release(build.id).catch(() => undefined);
+    // A build that failed after its push (PolicyViolation, a step) left its image in the
+    // registry: recorded either way, so users can find and remove it.
     await this.whileDatabaseDown(build.id, deadline, () =>
       failure === undefined
         ? this.lifecycle.succeed(build.id, undefined, recorded)
-        : this.lifecycle.fail(build.id, failure.reason, failure.message),
+        : this.lifecycle.fail(build.id, failure.reason, failure.message, undefined, recorded),
     );
   }
 
