@@ -25,7 +25,7 @@ test: system-deps deps build lint ## Install what is missing, build, lint, and r
 ##@ Development
 
 .PHONY: system-deps
-system-deps: ## Install buildah, docker-registry, busybox-static, git, Go + sprig (chart tests) and Chromium (console tests) when missing (apt-get as root).
+system-deps: ## Install buildah, docker-registry, busybox-static, git, skopeo, Go + sprig (chart tests) and Chromium (console tests) when missing (apt-get as root).
 	@bash scripts/system-deps.sh
 
 .PHONY: deps

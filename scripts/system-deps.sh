@@ -3,7 +3,8 @@
 # buildah (builds), docker-registry (the local registry tests push to), busybox-static (a base
 # image made in tests without pulling), git (sources), and Go 1.19 with sprig, semver, yaml.v2 and
 # yaml.v3 (the chart tests render charts/kiln with Helm's template engine, test/support/helm/),
-# and Chromium with a font (the web console's browser tests drive it through playwright-core).
+# Chromium with a font (the web console's browser tests drive it through playwright-core), and
+# skopeo (`make verify-pins`, and the tests of it against the local registry).
 # As root on Debian it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -12,6 +13,7 @@ declare -A PACKAGE_FOR=(
   [docker-registry]=docker-registry
   [git]=git
   [chromium]=chromium
+  [skopeo]=skopeo
 )
 missing=()
 for command in "${!PACKAGE_FOR[@]}"; do
