@@ -15,14 +15,25 @@
 
 /**
  * kaniko, the maintained fork (the Google repository is archived and its images unmaintained),
- * v1.28.5, the newest release any public source pins. Its `-debug` variant: the same executor
- * plus busybox under /busybox, which kiln does not use (the Job runs /kaniko/executor). No public
- * source pins a plain v1.28 tag by more than one file.
- * Sources: zystem/CiNim tools/image/kaniko-build.sh at 1a930a5b0e24d0d87ca95ed04d5b0a8c8d736a0a
- * pins this tag and digest; one unrelated public design note records pulling and running
- * `ghcr.io/osscontainertools/kaniko@sha256:d6d74217…` on 2026-10-08, naming no tag. So two
- * sources agree on the digest but only one ties it to the tag, and neither says whether it is the
- * multi-arch index: below the two-source bar of ADR 0032 until `make verify-pins` confirms it.
+ * v1.28.5 (released 2026-09-20), the newest release any public source names. Its `-debug`
+ * variant: the same executor plus busybox under /busybox. kiln never runs a shell in it (the Job
+ * runs /kaniko/executor, kaniko.ts), so the plain executor image is the one to pin, but no tag of
+ * a v1.28 release, plain or `-debug`, has the two sources ADR 0032 asks for. BELOW THE BAR.
+ * What public sources show (code search, 2026-11-27):
+ * - `v1.28.5-debug`, this digest: zystem/CiNim tools/image/kaniko-build.sh at
+ *   1a930a5b0e24d0d87ca95ed04d5b0a8c8d736a0a and other files of that one project pin the tag and
+ *   digest; one unrelated public design note records pulling and running
+ *   `ghcr.io/osscontainertools/kaniko@sha256:d6d74217…` on 2026-10-08, naming no tag.
+ * - `v1.28.5`, `738807f0…`: one source, jellebens/gitops .scripts/arc-mirror/artifacts.lock at
+ *   77f5471d187d388072f8bffd23c62109406f5dae, "the multi-arch INDEX digest", pinned 2026-10-09.
+ * - `v1.28.3` and `v1.28.2` (plain): one public file each.
+ * - The project's own record, osscontainertools/kaniko hub-sync.md at
+ *   426b5c11268ee24bfdbc486093119e3a798c0bf4 (the Docker Hub description of martizih/kaniko, whose
+ *   images are `crane cp` copies of the ghcr.io ones, images.yaml), lists index digests per tag
+ *   but stops at v1.27.6 (2026-06-05), before v1.28.3's security fix (Azure tokens sent to
+ *   lookalike hosts).
+ * A release manager with registry access settles it: if the plain `v1.28.5` tag names
+ * `738807f0…`, pin that instead.
  */
 export const KANIKO_IMAGE =
   'ghcr.io/osscontainertools/kaniko:v1.28.5-debug@sha256:d6d74217dc077acfd3094992e917c357080a2d3fdd1042a49e34e29a7e57c572';
@@ -78,8 +89,13 @@ export type BuilderName = keyof typeof BUILDER_IMAGES;
 
 /**
  * syft, the distroless `-debug` variant (busybox under /busybox, binary /syft, uid 65532).
- * NOT CURRENT: v1.44.0 is ten minor releases behind v1.54.1, but v1.54.1 is pinned publicly only
- * as the plain image, which has no shell, and no public source pins a `-debug` tag after v1.44.0.
+ * NOT CURRENT: v1.44.0 is ten minor releases behind v1.54.1, the newest release public sources
+ * name (2026-10). No public source pins a `-debug` tag after v1.44.0 by digest (v1.45.1-debug,
+ * v1.48.0-debug and v1.54.1-debug are named without one), and no release page seen prints image
+ * digests. v1.54.1 is pinned (`3eb5379b…`) by public files of three unrelated projects, but only
+ * as the plain image, FROM scratch without the shell the SBOM step's script needs (steps.ts
+ * STEP_SHELLS). No other image carrying syft and a shell has a public versioned pin (Chainguard's
+ * serves only `latest`).
  * Source (one): Dever502/suppsystem .github/workflows/ci.yml at
  * 93ba98c111a160ecfd92fee72a58025d4fa7bef5 (pinned there since its first commit, 2026-07-15).
  */
@@ -96,14 +112,19 @@ const TRIVY_IMAGE =
   'aquasec/trivy:0.75.0@sha256:af6acf9a6b85dfe389a1941505c0ce9efef52a4719635e1a962f022a3d855daa';
 
 /**
- * snyk `linux` (ubuntu, /bin/sh). NOT CURRENT, and cannot be pinned by version: snyk publishes
- * only moving tags, rebuilt with each CLI release (snyk/snyk-images
- * .github/workflows/stable.yml at f1ae338917d70ad275a886131267ea81c9011886 pushes
- * `snyk/snyk:<variant>` and nothing else). Source (one): konflux-ci/konflux-test Dockerfile at
- * f89dd4908673e0b65cd5c4b6d9e4aaf6a57e89bf, a Renovate digest update of 2025-08-27, the newest
- * public record of the tag found; which CLI version it holds is not known. Renovate's digest
- * updates move it from here on; until then an operator who turns snyk on should set
- * KILN_STEP_IMAGE_SNYK.
+ * snyk `linux` (ubuntu, /bin/sh). NOT CURRENT, and cannot be pinned by version: Snyk publishes
+ * only moving tags, rebuilt with each CLI release. snyk/snyk-images .github/workflows/stable.yml
+ * at f1ae338917d70ad275a886131267ea81c9011886 (2025-12-17, the newest commit stored) pushes
+ * `snyk/snyk:<variant>` to Docker Hub and nothing else; no ghcr.io image was found. The versioned
+ * `snyk/snyk-cli:<version>-<variant>` images are deprecated by Snyk (their entrypoint prints so;
+ * the newest version tag Snyk's docs name is 1.1228.0). The only versioned `snyk/snyk` tag in a
+ * public file is one Jenkinsfile's `snyk/snyk:1.1038.0`, without a digest; no snyk-images
+ * workflow pushes one.
+ * Source (one): konflux-ci/konflux-test Dockerfile at f89dd4908673e0b65cd5c4b6d9e4aaf6a57e89bf, a
+ * Renovate digest update of 2025-08-27, the newest public record of the tag found. konflux-test
+ * dropped the image the next day (merge ee549164a639fbb4ec259d280353003d0faaf682), so its
+ * Renovate updates end there. Which CLI version it holds is not known. Renovate's digest updates
+ * move it from here on; until then an operator who turns snyk on should set KILN_STEP_IMAGE_SNYK.
  */
 const SNYK_IMAGE =
   'docker.io/snyk/snyk:linux@sha256:451d2ed0da103be52203f9308bee710e802ad419bff923ea30ff3b4531eba692';
