@@ -3,6 +3,7 @@ import { BuildRunner } from '../src/runners/build-runner.js';
 import { SEALED_PREFIX, SecretSealer } from '../src/secrets/secret-sealer.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
+import { auditCredentials } from './support/credential-audit.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -10,6 +11,13 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 describe('buildx secrets at rest', () => {
   const VALUE = 'npm_tok_9f8e7d6c5b4a39281706';
   let kiln: TestApp;
+  // The sealed value is stored and handed on; shown in no response and stored raw in no row.
+  const audit = auditCredentials(async (found) => {
+    found.kilnOrigin(kiln.baseUrl);
+    found.record("kiln's own log", kiln.logs.raw.join('\n'));
+    await found.recordDatabase(kiln.dataSource);
+  });
+  audit.register(VALUE);
   let seeded: Seeded;
   let admin: ApiClient;
   let runner: FakeRunner;

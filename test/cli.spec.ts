@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { auditCredentials } from './support/credential-audit.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { login } from './support/auth.js';
 import { jsonOf } from './support/http.js';
@@ -11,12 +12,24 @@ const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln.js');
 describe('the kiln admin CLI', () => {
   let database: TestDatabase;
 
+  // Passwords and credentials the tests give the CLI: no output of it, and no row, shows one.
+  const audit = auditCredentials((found) => found.recordDatabase(database.url));
+  for (const credential of [
+    'a long enough password',
+    'PASSWORD-in-url',
+    'plain-token',
+    'hunter2-plain',
+  ]) {
+    audit.register(credential);
+  }
+
   function kiln(args: string[], input?: string) {
     const result = spawnSync('node', [CLI, ...args], {
       env: { PATH: process.env['PATH'], DATABASE_URL: database.url, KILN_RUNNER: 'local' },
       input,
       encoding: 'utf8',
     });
+    audit.record(`kiln ${args.join(' ')}`, `${result.stdout}${result.stderr}`);
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   }
 
@@ -79,6 +92,7 @@ describe('the kiln admin CLI', () => {
 
     // A long access cache: only the change notification can make the running API see the removal.
     const app = await startTestApp({ database, env: { KILN_ACCESS_CACHE_TTL_MS: '600000' } });
+    audit.kilnOrigin(app.baseUrl);
     try {
       const response = await login(app.baseUrl, 'dev@acme.io', 'a long enough password');
       expect(response.status).toBe(200);

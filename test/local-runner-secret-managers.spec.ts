@@ -13,6 +13,7 @@ import { FakeVault } from './support/fake-vault.js';
 import { fakeBuilderBin } from './support/fake-builders.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
+import { auditCredentials } from './support/credential-audit.js';
 import { databaseText } from './support/leaks.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { ociLayoutDigest } from '../src/registries/oci-layout.js';
@@ -34,6 +35,12 @@ describe('the local runner resolves secret references and checks the registry', 
   let registry: FakeTokenRegistry;
   let s3: FakeS3;
 
+  // Every value below is registered; no response, log line or row may show one (issue 27).
+  const audit = auditCredentials(async (found) => {
+    found.record("kiln's own log", kiln.logs.raw.join('\n'));
+    await found.recordDatabase(kiln.dataSource);
+  });
+
   beforeAll(async () => {
     [database, vault, registry, s3] = await Promise.all([
       createTestDatabase(),
@@ -53,6 +60,7 @@ describe('the local runner resolves secret references and checks the registry', 
         KILN_EXTERNAL_ATTEMPTS: '2',
       },
     });
+    audit.kilnOrigin(kiln.baseUrl);
     seeded = await seedTenancy(kiln);
     await kiln.dataSource.query('UPDATE projects SET git_repository_url = $1 WHERE id = $2', [
       repo.url,
@@ -63,7 +71,7 @@ describe('the local runner resolves secret references and checks the registry', 
       await tokenFor(kiln.baseUrl, seeded.users.admin.email),
       seeded.tenantA,
     );
-    const token = `hvs.${randomBytes(12).toString('hex')}`;
+    const token = audit.register(`hvs.${randomBytes(12).toString('hex')}`);
     vault.addToken(token, { policies: ['kv/'] });
     const tokenFile = join(dataDir, 'vault-token');
     writeFileSync(tokenFile, token);
@@ -115,7 +123,7 @@ describe('the local runner resolves secret references and checks the registry', 
   }
 
   it('a buildx secret from Vault reaches buildah’s secret mount, is masked, and is stored nowhere', async () => {
-    const value = randomBytes(18).toString('base64url');
+    const value = audit.register(randomBytes(18).toString('base64url'));
     vault.put('kv', 'team/npm', { token: value });
     const manifest = wizardManifest('buildx');
     Object.assign(manifest['build_config'] as Record<string, unknown>, {
@@ -144,7 +152,7 @@ describe('the local runner resolves secret references and checks the registry', 
   });
 
   it('a packer environment entry from Vault reaches packer’s environment, masked', async () => {
-    const value = randomBytes(18).toString('base64url');
+    const value = audit.register(randomBytes(18).toString('base64url'));
     vault.put('kv', 'ci/aws', { secret: value });
     const manifest = wizardManifest('packer');
     manifest['environment'] = { AWS_SECRET_ACCESS_KEY: 'vault:kv/data/ci/aws#secret' };
@@ -175,6 +183,7 @@ describe('the local runner resolves secret references and checks the registry', 
 
   it('registry credentials the registry refuses fail the build with RegistryUnauthorized', async () => {
     registry.addUser('robot', randomBytes(9).toString('hex'), { 'team/app': ['pull', 'push'] });
+    audit.registerPair('robot', 'wrong-password');
     vault.put('kv', 'registry/robot', { password: 'wrong-password' });
     await integrations().setRegistry(seeded.tenantA, 'harbor', {
       address: registry.address,
@@ -203,6 +212,7 @@ describe('the local runner resolves secret references and checks the registry', 
     const secretAccessKey = randomBytes(20).toString('base64');
 
     beforeAll(() => {
+      audit.register(secretAccessKey);
       s3.addUser({ accessKeyId, secretAccessKey });
       vault.put('kv', 'ci/s3', { id: accessKeyId, secret: secretAccessKey });
     });

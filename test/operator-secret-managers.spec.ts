@@ -13,6 +13,7 @@ import { ApiClient, wizardManifest } from './support/builds.js';
 import { FakeAwsSecretsManager } from './support/fake-aws-secrets-manager.js';
 import { FakeTokenRegistry } from './support/fake-token-registry.js';
 import { FakeVault } from './support/fake-vault.js';
+import { auditCredentials } from './support/credential-audit.js';
 import { tokenFor } from './support/auth.js';
 import { jsonOf } from './support/http.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
@@ -35,8 +36,11 @@ let aws: FakeAwsSecretsManager;
 let registry: FakeTokenRegistry;
 let files: string;
 
+// Every credential below is registered; no response, log line, Event, status or row may show one.
+const audit = auditCredentials((found) => ground.showTo(found));
+
 /** A value no fixture holds, long enough to be masked. */
-const secretValue = (): string => randomBytes(18).toString('base64url');
+const secretValue = (): string => audit.register(randomBytes(18).toString('base64url'));
 
 beforeAll(async () => {
   [ground, vault, aws, registry] = await Promise.all([
@@ -73,7 +77,7 @@ function file(name: string, text: string): string {
 }
 
 async function useVault(): Promise<void> {
-  const token = `hvs.${randomBytes(12).toString('hex')}`;
+  const token = audit.register(`hvs.${randomBytes(12).toString('hex')}`);
   vault.addToken(token, { policies: ['kv/'] });
   await integrations().setSecretManager(ground.seeded.tenantA, 'vault', {
     address: vault.url,
@@ -83,7 +87,7 @@ async function useVault(): Promise<void> {
 
 async function useAws(): Promise<void> {
   const id = `AKIA${randomBytes(8).toString('hex').toUpperCase()}`;
-  const key = randomBytes(20).toString('base64');
+  const key = audit.register(randomBytes(20).toString('base64'));
   aws.addCredentials(id, key);
   await integrations().setSecretManager(ground.seeded.tenantA, 'aws_secretsmanager', {
     region: 'eu-west-1',
@@ -240,6 +244,7 @@ describe('secret references through the operator', () => {
 
 describe('the registry pre-flight check through the operator', () => {
   async function useHarbor(password: string): Promise<string> {
+    audit.registerPair('robot$team+ci', password);
     await useVault();
     vault.put('kv', 'registry/robot', { username: 'robot$team+ci', password });
     await integrations().setRegistry(ground.seeded.tenantA, 'harbor', {

@@ -13,6 +13,7 @@ import { KILN_LABELS } from '../src/operator/api/build-resource.js';
 import { wizardManifest } from './support/builds.js';
 import { FakeTokenRegistry } from './support/fake-token-registry.js';
 import { FakeVault } from './support/fake-vault.js';
+import { auditCredentials } from './support/credential-audit.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import type { StoredEvent } from './support/kube/store.js';
 import { FAST_LEASE_ENV } from './support/operator-process.js';
@@ -37,6 +38,9 @@ let files: string;
  * double's TTL controller), so every test ends where a real cluster would: the Job gone.
  */
 describe('the build’s Secret goes with its Job', () => {
+  // The robot's credentials and kiln's Vault token: shown to no one, whatever happens to the Job.
+  const audit = auditCredentials((found) => ground.showTo(found));
+
   beforeAll(async () => {
     [ground, vault, registry] = await Promise.all([
       OperatorGround.start('operator-secret-ownership'),
@@ -45,11 +49,12 @@ describe('the build’s Secret goes with its Job', () => {
     ]);
     files = mkdtempSync(join(tmpdir(), 'kiln-secret-ownership-'));
     // The tenant's registry with robot credentials (from Vault): every build gets a Docker config.
-    const token = `hvs.${randomBytes(12).toString('hex')}`;
+    const token = audit.register(`hvs.${randomBytes(12).toString('hex')}`);
     vault.addToken(token, { policies: ['kv/'] });
     const tokenFile = join(files, 'vault-token');
     writeFileSync(tokenFile, token);
     const password = randomBytes(18).toString('base64url');
+    audit.registerPair('robot$team+ci', password);
     vault.put('kv', 'registry/robot', { username: 'robot$team+ci', password });
     registry.addUser('robot$team+ci', password, { 'team/app': ['pull', 'push'] });
     const integrations = new IntegrationsService(new IntegrationsRepository(ground.api.dataSource));

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { databaseText } from './leaks.js';
 
@@ -90,9 +91,23 @@ export class CredentialAudit {
     this.restoreFetch = undefined;
   }
 
-  /** Records every row of kiln's database (build log lines, error messages, settings, …). */
-  async recordDatabase(dataSource: DataSource): Promise<void> {
-    if (dataSource.isInitialized) this.record('the database', await databaseText(dataSource));
+  /**
+   * Records every row of kiln's database (build log lines, error messages, settings, …): through
+   * kiln's DataSource, or a database URL when the suite has no DataSource of its own.
+   */
+  async recordDatabase(database: DataSource | string): Promise<void> {
+    if (typeof database !== 'string') {
+      if (database.isInitialized) this.record('the database', await databaseText(database));
+      return;
+    }
+    const client = new pg.Client({ connectionString: database });
+    await client.connect();
+    try {
+      const query = async (sql: string) => (await client.query(sql)).rows as never;
+      this.record('the database', await databaseText({ query }));
+    } finally {
+      await client.end();
+    }
   }
 
   /** Every place a registered credential shows, in any of its forms. */
@@ -143,15 +158,20 @@ export function auditCredentials(
   return audit;
 }
 
+/** The forms a credential may show in, by name; a form that reads as an earlier one is left out. */
 function formsOf(value: string): Map<string, string> {
-  const base64 = Buffer.from(value).toString('base64');
-  return new Map([
+  const forms = new Map<string, string>();
+  const candidates: Array<[string, string]> = [
     ['raw', value],
-    ['base64', base64.replace(/=+$/, '')],
+    ['base64', Buffer.from(value).toString('base64').replace(/=+$/, '')],
     ['base64url', Buffer.from(value).toString('base64url')],
     ['URL-encoded', encodeURIComponent(value)],
     ['JSON-escaped', JSON.stringify(value).slice(1, -1)],
-  ]);
+  ];
+  for (const [name, text] of candidates) {
+    if (![...forms.values()].includes(text)) forms.set(name, text);
+  }
+  return forms;
 }
 
 function requestLabel(input: Parameters<typeof fetch>[0]): string {

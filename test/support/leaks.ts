@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
  * Every row of every table of kiln's database, as text: what a test searches for a value that
  * must never be stored (a resolved secret, a credential).
  */
-export async function databaseText(dataSource: DataSource): Promise<string> {
+export async function databaseText(dataSource: Pick<DataSource, 'query'>): Promise<string> {
   const tables: Array<{ name: string }> = await dataSource.query(
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
   );

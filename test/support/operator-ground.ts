@@ -10,6 +10,7 @@ import { BuildOperator } from '../../src/operator/build-operator.js';
 import type { OperatorRuntime } from '../../src/operator/runtime/operator-runtime.js';
 import { type Seeded, seedTenancy, tokenFor } from './auth.js';
 import { ApiClient, wizardManifest } from './builds.js';
+import type { CredentialAudit } from './credential-audit.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { jsonOf } from './http.js';
 import { databaseText } from './leaks.js';
@@ -70,6 +71,8 @@ export class OperatorGround {
   private readonly opened: Array<() => Promise<void>> = [];
   /** Builds made by startedBuild, numbering their tags. */
   private builds = 0;
+  /** What operators wrote to their logs before they were closed. */
+  private readonly closedOperatorLogs: string[] = [];
 
   private constructor(
     readonly cluster: KubeApiServer,
@@ -117,8 +120,7 @@ export class OperatorGround {
   /** afterEach: the API server back online, every operator, proxy and listener closed. */
   async reset(): Promise<void> {
     if (this.cluster.isOffline) await this.cluster.goOnline();
-    for (const operator of this.operators) await operator.close();
-    this.operators.clear();
+    for (const operator of this.operators) await this.stopOperator(operator);
     for (const close of this.opened.splice(0)) await close();
     this.cluster.kubelet.clearScripts();
   }
@@ -166,6 +168,34 @@ export class OperatorGround {
   async stopOperator(operator: TestApp): Promise<void> {
     this.operators.delete(operator);
     await operator.close();
+    this.closedOperatorLogs.push(...operator.logs.raw);
+  }
+
+  /**
+   * Shows `audit` what this ground's kiln showed anyone: the API's responses, every line kiln
+   * logged, the Events and Build statuses it wrote (not the build Secrets, which hold the values
+   * by design), and its database.
+   */
+  async showTo(audit: CredentialAudit): Promise<void> {
+    audit.kilnOrigin(this.api.baseUrl);
+    audit.record("kiln's own log", this.kilnLogLines().join('\n'));
+    audit.record('Events', JSON.stringify(this.cluster.objects('v1', 'events', NS)));
+    audit.record(
+      'Build statuses',
+      JSON.stringify(
+        this.cluster.objects('kiln.dev/v1alpha1', 'builds', NS).map((build) => build.status),
+      ),
+    );
+    await audit.recordDatabase(this.api.dataSource);
+  }
+
+  /** Every line kiln logged in this ground: the API's and every operator's, closed ones too. */
+  kilnLogLines(): string[] {
+    return [
+      ...this.api.logs.raw,
+      ...this.closedOperatorLogs,
+      ...[...this.operators].flatMap((operator) => operator.logs.raw),
+    ];
   }
 
   /** A kubeconfig that reaches the API server through `proxy`. */
