@@ -13,6 +13,7 @@ import { FAKE_VAULT_HOST, FakeAzureKeyVault } from './support/fake-azure-key-vau
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import { hostPath } from './support/kube/kubelet.js';
 import { OperatorGround } from './support/operator-ground.js';
+import { auditCredentials } from './support/credential-audit.js';
 
 noteDoubleOnly('Azure Key Vault and an egress proxy behind fakes');
 
@@ -36,8 +37,12 @@ let azure: FakeAzureKeyVault;
 let proxy: ConnectProxy;
 let files: string | undefined;
 
+// Secret values and kiln's federated token: shown to no one.
+const audit = auditCredentials((found) => ground.showTo(found));
+audit.register(FEDERATED_TOKEN);
+
 /** A value no fixture holds, long enough to be masked. */
-const secretValue = (): string => randomBytes(18).toString('base64url');
+const secretValue = (): string => audit.register(randomBytes(18).toString('base64url'));
 
 beforeAll(async () => {
   [ground, azure] = await Promise.all([

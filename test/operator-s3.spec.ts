@@ -11,6 +11,7 @@ import { runStep } from '../src/steps/run-step.js';
 import { wizardManifest } from './support/builds.js';
 import { FakeS3 } from './support/fake-s3.js';
 import { FakeVault } from './support/fake-vault.js';
+import { auditCredentials } from './support/credential-audit.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
 import {
   type ContainerRunContext,
@@ -55,6 +56,9 @@ const written = new Map<
   { digest: string; tarball?: Buffer; tree?: ReadonlyArray<[string, string]> }
 >();
 
+// The S3 keys and kiln's Vault token: shown to no one (the build's own Secret holds them).
+const audit = auditCredentials((found) => ground.showTo(found));
+
 beforeAll(async () => {
   [ground, vault, s3] = await Promise.all([
     OperatorGround.start('operator-s3', { apiEnv: EXTERNAL }),
@@ -66,8 +70,9 @@ beforeAll(async () => {
     accessKeyId: `AKIA${randomBytes(8).toString('hex').toUpperCase()}`,
     secretAccessKey: randomBytes(30).toString('base64url'),
   };
+  audit.register(keys.secretAccessKey);
   s3.addUser({ ...keys, buckets: [BUCKET] });
-  const token = `hvs.${randomBytes(12).toString('hex')}`;
+  const token = audit.register(`hvs.${randomBytes(12).toString('hex')}`);
   vault.addToken(token, { policies: ['kv/'] });
   const tokenFile = join(files, 'vault-token');
   writeFileSync(tokenFile, token);
