@@ -137,11 +137,42 @@ describe('the Helm chart (charts/kiln)', () => {
         { operator: { extraEnv: { debug: '1' } } },
         '/operator/extraEnv',
       ],
+      [
+        'a step tool image not pinned by digest',
+        { builds: { steps: { toolImages: { snyk: 'snyk/snyk:linux' } } } },
+        '/builds/steps/toolImages/snyk',
+      ],
+      [
+        'a step tool kiln does not know',
+        { builds: { steps: { toolImages: { anchore: 'a@sha256:' + 'a'.repeat(64) } } } },
+        '/builds/steps/toolImages',
+      ],
     ])('rejects %s', (_what, override, path) => {
       const found = problems(merge(defaults, override));
       expect(found.length).toBeGreaterThan(0);
       expect(found.some((p) => p.startsWith(`${path} `) || p.startsWith(`${path}/`))).toBe(true);
     });
+  });
+
+  it("gives the operator each step tool's image it is set, as KILN_STEP_IMAGE_<TOOL>", () => {
+    const snyk = `docker.io/snyk/snyk:linux@sha256:${'c'.repeat(64)}`;
+    const grype = `anchore/grype:v0.99.0-debug@sha256:${'d'.repeat(64)}`;
+    const operator = one(
+      render({ ...DATABASE, builds: { steps: { toolImages: { snyk, grype } } } }),
+      'Deployment',
+      'kiln-operator',
+    );
+
+    expect(env(operator, 'KILN_STEP_IMAGE_SNYK')).toEqual({
+      name: 'KILN_STEP_IMAGE_SNYK',
+      value: snyk,
+    });
+    expect(env(operator, 'KILN_STEP_IMAGE_GRYPE')).toEqual({
+      name: 'KILN_STEP_IMAGE_GRYPE',
+      value: grype,
+    });
+    const byDefault = one(render(), 'Deployment', 'kiln-operator');
+    expect(envOf(byDefault).filter((e) => /^KILN_STEP_IMAGE_/.test(e.name))).toEqual([]);
   });
 
   it('grants exactly the RBAC rules the ADR lists, in Roles only', () => {

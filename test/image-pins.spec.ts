@@ -152,7 +152,7 @@ describe('image pins', () => {
       'config/samples/build-container.yaml',
     ])
       expect(files).toContain(file);
-    expect(IMAGES.length).toBeGreaterThanOrEqual(12);
+    expect(IMAGES.length).toBeGreaterThanOrEqual(11);
   });
 
   it('pins every image kiln runs or ships by a tag and its digest', () => {

@@ -186,12 +186,19 @@ const PINNED = (name: string, hex: string): string => `${name}@sha256:${hex.repe
 const KILN_IMAGE = PINNED('registry.example.com/kiln:0.1.0', 'a');
 const PAKETO_BUILDER = PINNED('paketobuildpacks/builder-jammy-base:0.4.400', 'b');
 
-/** The steps on: kiln's image and the upload URL set, and a Snyk token so snyk runs too. */
+/**
+ * The steps on: kiln's image and the upload URL set, and a Snyk token and image (kiln pins none)
+ * so snyk runs too.
+ */
 const STEPS_ON: JobSettings['steps'] = {
   ...DEFAULT_JOB_SETTINGS.steps,
   kilnImage: KILN_IMAGE,
   uploadUrl: 'http://kiln-api.kiln.svc:8080',
   snykToken: { secret: 'snyk', key: 'token' },
+  scanImages: {
+    ...DEFAULT_JOB_SETTINGS.steps.scanImages,
+    snyk: PINNED('docker.io/snyk/snyk:linux', 'c'),
+  },
 };
 
 function jobContext(settings: JobSettings, overrides: Partial<JobContext> = {}): JobContext {

@@ -85,6 +85,14 @@ export type BuilderName = keyof typeof BUILDER_IMAGES;
  * `-debug` images are never pinned by digest; the plain image is FROM scratch) and clair (only a
  * 2021 4.2.0 pin). A build that names one is told the step is skipped until the operator sets
  * KILN_STEP_IMAGE_GRYPE / KILN_STEP_IMAGE_CLAIR.
+ *
+ * Nor snyk: Snyk publishes only moving tags (`snyk/snyk:linux`, rebuilt with each CLI release;
+ * snyk/snyk-images .github/workflows/stable.yml at f1ae338917d70ad275a886131267ea81c9011886
+ * pushes `snyk/snyk:<variant>` and nothing else), and its versioned `snyk/snyk-cli` images are
+ * deprecated. A digest of a moving tag says nothing about which CLI it holds, and the newest
+ * public record of one is from August 2025. Snyk already needs the operator (its token,
+ * KILN_SNYK_TOKEN_SECRET): the operator who turns it on also sets KILN_STEP_IMAGE_SNYK to the
+ * `snyk/snyk:linux@sha256:…` they resolved (docs/adr/0032-image-pins.md).
  */
 
 /**
@@ -111,24 +119,6 @@ const SYFT_IMAGE =
 const TRIVY_IMAGE =
   'aquasec/trivy:0.75.0@sha256:af6acf9a6b85dfe389a1941505c0ce9efef52a4719635e1a962f022a3d855daa';
 
-/**
- * snyk `linux` (ubuntu, /bin/sh). NOT CURRENT, and cannot be pinned by version: Snyk publishes
- * only moving tags, rebuilt with each CLI release. snyk/snyk-images .github/workflows/stable.yml
- * at f1ae338917d70ad275a886131267ea81c9011886 (2025-12-17, the newest commit stored) pushes
- * `snyk/snyk:<variant>` to Docker Hub and nothing else; no ghcr.io image was found. The versioned
- * `snyk/snyk-cli:<version>-<variant>` images are deprecated by Snyk (their entrypoint prints so;
- * the newest version tag Snyk's docs name is 1.1228.0). The only versioned `snyk/snyk` tag in a
- * public file is one Jenkinsfile's `snyk/snyk:1.1038.0`, without a digest; no snyk-images
- * workflow pushes one.
- * Source (one): konflux-ci/konflux-test Dockerfile at f89dd4908673e0b65cd5c4b6d9e4aaf6a57e89bf, a
- * Renovate digest update of 2025-08-27, the newest public record of the tag found. konflux-test
- * dropped the image the next day (merge ee549164a639fbb4ec259d280353003d0faaf682), so its
- * Renovate updates end there. Which CLI version it holds is not known. Renovate's digest updates
- * move it from here on; until then an operator who turns snyk on should set KILN_STEP_IMAGE_SNYK.
- */
-const SNYK_IMAGE =
-  'docker.io/snyk/snyk:linux@sha256:451d2ed0da103be52203f9308bee710e802ad419bff923ea30ff3b4531eba692';
-
 /** SBOM tools' images, by tool; a tool without one is skipped with a note. */
 export const SBOM_TOOL_IMAGES: Readonly<Partial<Record<'syft' | 'grype' | 'trivy', string>>> = {
   syft: SYFT_IMAGE,
@@ -140,7 +130,6 @@ export const SCAN_TOOL_IMAGES: Readonly<
   Partial<Record<'trivy' | 'clair' | 'grype' | 'snyk', string>>
 > = {
   trivy: TRIVY_IMAGE,
-  snyk: SNYK_IMAGE,
 };
 
 const PINNED = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
