@@ -9,8 +9,9 @@ import { LogCapture } from './support/log-capture.js';
 /** A migration that has something to tell whoever runs it. */
 class NoteRows1700000000001 implements MigrationInterface {
   name = 'NoteRows1700000000001';
-  async up(): Promise<void> {
+  up(): Promise<void> {
     noteFromMigration({ table: 'widgets', changed: 2 }, 'changed two widgets');
+    return Promise.resolve();
   }
   async down(): Promise<void> {}
 }

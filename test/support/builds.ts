@@ -103,6 +103,8 @@ export function distinct(manifest: Record<string, unknown>): Record<string, unkn
   const tag = `only-${process.env['JEST_WORKER_ID'] ?? '0'}-${distinctBuilds}`;
   return {
     ...manifest,
-    tags: Array.isArray(tags) ? [...(tags as string[]), tag] : `${String(tags ?? '')}, ${tag}`,
+    tags: Array.isArray(tags)
+      ? [...(tags as string[]), tag]
+      : `${typeof tags === 'string' ? tags : ''}, ${tag}`,
   };
 }

@@ -80,7 +80,7 @@ export class CredentialAudit {
       this.record(`${where} headers`, JSON.stringify([...response.headers]), origin);
       return response;
     };
-    globalThis.fetch = wrapped as typeof fetch;
+    globalThis.fetch = wrapped;
     this.restoreFetch = () => {
       globalThis.fetch = original;
     };
