@@ -297,8 +297,8 @@ describe('the operator', () => {
     });
   });
 
-  it('refuses a Build whose source repository carries credentials, with InvalidSpec, registering nothing and echoing none of them', async () => {
-    const name = 'credentials-in-url';
+  /** Seeds a kaniko Build of tenant A (spec `overrides` over it) and waits for its refusal. */
+  async function refused(name: string, overrides: Record<string, unknown>): Promise<any> {
     cluster.seed({
       apiVersion: 'kiln.dev/v1alpha1',
       kind: 'Build',
@@ -307,13 +307,19 @@ describe('the operator', () => {
         tenantId: seeded.tenantA,
         projectId: seeded.projectA,
         method: 'kaniko',
-        source: { repository: 'https://ci:PASSWORD-in-url@git.example.com/team/app.git' },
         config: { dockerfile: 'FROM scratch\n' },
         output: { image: 'registry.example.com/team/app', tags: ['v1'] },
+        ...overrides,
       },
     });
+    return until('the refusal', () => resource(name)?.status);
+  }
 
-    const status = await until('the refusal', () => resource(name)?.status);
+  it('refuses a Build whose source repository carries credentials, with InvalidSpec, registering nothing and echoing none of them', async () => {
+    const name = 'credentials-in-url';
+    const status = await refused(name, {
+      source: { repository: 'https://ci:PASSWORD-in-url@git.example.com/team/app.git' },
+    });
 
     expect(status).toMatchObject({
       state: 'failed',
@@ -333,20 +339,7 @@ describe('the operator', () => {
 
   it('refuses a Build naming a project the tenant does not have, with InvalidSpec', async () => {
     const name = 'unknown-project';
-    cluster.seed({
-      apiVersion: 'kiln.dev/v1alpha1',
-      kind: 'Build',
-      metadata: { name, namespace: NS },
-      spec: {
-        tenantId: seeded.tenantA,
-        projectId: seeded.projectB,
-        method: 'kaniko',
-        config: { dockerfile: 'FROM scratch\n' },
-        output: { image: 'registry.example.com/team/app', tags: ['v1'] },
-      },
-    });
-
-    const status = await until('the refusal', () => resource(name)?.status);
+    const status = await refused(name, { projectId: seeded.projectB });
 
     expect(status).toMatchObject({
       state: 'failed',
