@@ -5,6 +5,7 @@ import { BuildArtifacts, UPLOAD_LIMIT_FACTOR } from '../src/artifacts/build-arti
 import { BuildLifecycle } from '../src/lifecycle/build-lifecycle.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
+import { SPDX } from './support/artifact-documents.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -15,23 +16,6 @@ const CAP = 64 * 1024;
 const LIMIT = CAP * UPLOAD_LIMIT_FACTOR;
 /** What the streaming tests would send in all: far more than LIMIT and the sockets' buffers. */
 const STREAMED = 64 * 1024 * 1024;
-
-const SPDX = {
-  spdxVersion: 'SPDX-2.3',
-  dataLicense: 'CC0-1.0',
-  SPDXID: 'SPDXRef-DOCUMENT',
-  name: 'registry.example.com/team/app',
-  documentNamespace: 'https://anchore.com/syft/image/app-1',
-  creationInfo: { created: '2026-11-23T10:00:00Z', creators: ['Tool: syft-1.18.1'] },
-  packages: [
-    {
-      name: 'openssl',
-      SPDXID: 'SPDXRef-Package-openssl',
-      versionInfo: '3.0.13-r0',
-      downloadLocation: 'NOASSERTION',
-    },
-  ],
-};
 
 const TRIVY_REPORT = {
   SchemaVersion: 2,

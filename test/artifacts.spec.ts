@@ -4,29 +4,13 @@ import { BuildArtifacts } from '../src/artifacts/build-artifacts.js';
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
+import { SPDX } from './support/artifact-documents.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** The cap of these tests (KILN_ARTIFACT_MAX_BYTES), small enough to cross with a real document. */
 const CAP = 64 * 1024;
-
-const SPDX = {
-  spdxVersion: 'SPDX-2.3',
-  dataLicense: 'CC0-1.0',
-  SPDXID: 'SPDXRef-DOCUMENT',
-  name: 'registry.example.com/team/app',
-  documentNamespace: 'https://anchore.com/syft/image/app-1',
-  creationInfo: { created: '2026-11-23T10:00:00Z', creators: ['Tool: syft-1.18.1'] },
-  packages: [
-    {
-      name: 'openssl',
-      SPDXID: 'SPDXRef-Package-openssl',
-      versionInfo: '3.0.13-r0',
-      downloadLocation: 'NOASSERTION',
-    },
-  ],
-};
 
 /** trivy `image --format json`: one result with two vulnerabilities (one fixed, one not). */
 const TRIVY_REPORT = {
