@@ -170,5 +170,11 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // One small reader per concern (docs/adr/0035-configuration-per-concern.md); specs excepted.
+    files: ['src/config/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: { 'max-lines': ['error', 600], 'max-lines-per-function': ['error', 120] },
+  },
   prettier,
 );
