@@ -1,6 +1,6 @@
-// dependency-cruiser rules: the layering from the design doc as a lint rule (`make lint`).
-// Layers, high to low: transport (controllers, gateways) → services → lifecycle / log store /
-// build methods → database → config. An import that runs back up the layers fails the build.
+// dependency-cruiser rules: the layering of the house as a lint rule (`make lint`). Every folder of
+// src/ has a floor (FLOORS below) that says what it may import; an import that runs back up the
+// floors fails the build, and so do the rules on packages, cycles and the composition root.
 //
 // Every path pattern starts with SRC rather than `^src/`. The same rules run on the real tree
 // (`depcruise src`, paths like `src/logs/log-hub.ts`) and on the deliberate-violation fixture
@@ -11,19 +11,126 @@ const SRC = '^(?:test/fixtures/architecture/)?src/';
 
 const folders = (...names) => `${SRC}(?:${names.join('|')})/`;
 
-// The folders a role serves; `health/` is shared by every role and so is not "API".
-const API = folders('auth', 'projects', 'builds', 'log-stream', 'ratelimit');
-// Layers below the API, and the operator side: none of them may reach up into it.
-const BELOW_API = folders(
-  'operator',
-  'runners',
-  'kubernetes',
-  'logs',
-  'lifecycle',
-  'build-methods',
-  'database',
-  'config',
-);
+// The floors of the house (docs/adr/0036-floors.md): for each folder of src/, what it may import
+// besides itself, Node built-ins and packages. Lowest first; nothing imports a folder above it.
+// A folder of src/ that is not listed here fails test/architecture.spec.ts.
+const FLOORS = {
+  // The ground: read once, imported by everything.
+  config: { may: [], why: 'reads the environment once; everything imports it' },
+  cluster: { may: [], why: 'holds the ports the operator runtime uses and kubernetes/ implements' },
+  common: { may: ['config'], why: 'errors, the Error body, trace ids: shared by every feature' },
+  manifest: {
+    may: ['common'],
+    why: 'is the vocabulary of builds (methods, tools, reasons, formats) every feature shares',
+  },
+  database: { may: ['common', 'config'], why: 'is under every feature; features register with it' },
+  secrets: { may: ['config'], why: 'seals build secrets and keeps kiln-made keys, for every role' },
+  // Adapters behind ports, and the in-pod step program.
+  'secret-managers': { may: ['common', 'manifest'], why: 'adapts vendor secret managers' },
+  registries: { may: ['common', 'manifest', 'secret-managers'], why: 'adapts registries and S3' },
+  steps: { may: ['config', 'manifest', 'registries'], why: 'runs inside a build pod, not in kiln' },
+  // The features every role composes.
+  'build-methods': { may: ['common', 'manifest'], why: 'translates a spec into a Job, purely' },
+  lifecycle: {
+    may: ['common', 'config', 'database', 'manifest'],
+    why: 'owns the build state machine; log stores, runners and the operator drive it',
+  },
+  logs: {
+    may: ['common', 'config', 'database', 'lifecycle', 'manifest'],
+    why: 'is the log store; its HTTP and WebSocket transport (log-stream) sits above it',
+  },
+  artifacts: {
+    may: ['common', 'config', 'database', 'lifecycle', 'logs', 'manifest'],
+    why: 'stores SBOMs and scans; its routes (artifacts-http) sit above it',
+  },
+  integrations: {
+    may: ['common', 'config', 'database', 'manifest', 'registries', 'secret-managers', 'secrets'],
+    why: "prepares a starting build's access (BuildAccess) for both runners",
+  },
+  kubernetes: {
+    may: ['cluster', 'common', 'config'],
+    why: 'is the one door to the API server; what uses it sits above it',
+  },
+  operator: {
+    may: [
+      'artifacts',
+      'build-methods',
+      'cluster',
+      'common',
+      'config',
+      'integrations',
+      'kubernetes',
+      'lifecycle',
+      'logs',
+      'manifest',
+      'secrets',
+      'steps',
+    ],
+    why: 'reconciles Builds in any role but api; the API is not in it',
+  },
+  runners: {
+    may: [
+      'artifacts',
+      'build-methods',
+      'common',
+      'config',
+      'integrations',
+      'kubernetes',
+      'lifecycle',
+      'logs',
+      'manifest',
+      'operator',
+      'registries',
+      'steps',
+    ],
+    why: 'runs builds for the API; the API folders sit above it',
+  },
+  // The API (the api role): transport on top.
+  ratelimit: { may: ['common', 'config', 'database'], why: 'counts requests for the API' },
+  auth: {
+    may: ['common', 'config', 'database', 'ratelimit', 'secrets'],
+    why: 'signs users in and checks permissions',
+  },
+  projects: {
+    may: ['auth', 'common', 'config', 'database', 'manifest'],
+    why: 'keeps projects and serves their routes',
+  },
+  builds: {
+    may: [
+      'auth',
+      'build-methods',
+      'common',
+      'config',
+      'lifecycle',
+      'manifest',
+      'projects',
+      'runners',
+      'secrets',
+    ],
+    why: 'serves the builds API',
+  },
+  'log-stream': {
+    may: ['auth', 'common', 'config', 'lifecycle', 'logs'],
+    why: 'serves log pages and the log WebSocket',
+  },
+  'artifacts-http': {
+    may: ['artifacts', 'auth', 'common', 'config', 'lifecycle', 'manifest'],
+    why: 'serves the SBOM and scan routes',
+  },
+  health: { may: ['auth', 'common', 'config', 'database'], why: 'answers the probes' },
+  'console-host': { may: ['common', 'config'], why: 'serves the web console' },
+  // A second entry point: it may compose what main.ts composes (not main.ts itself).
+  cli: {
+    may: ['auth', 'common', 'config', 'database', 'integrations', 'projects'],
+    why: 'administers kiln through its services',
+  },
+};
+// Single files a folder may import from a folder above it: a repository, not its routes.
+const ALSO = {
+  // Project git credentials, without the projects routes (the operator role has none).
+  integrations: ['projects/projects\\.repository\\.ts$', 'projects/project\\.entity\\.ts$'],
+};
+
 // The composition root: wires every module together, so importing it from a feature is a cycle.
 const COMPOSITION_ROOT = `${SRC}(?:main|app\\.[^/]+)\\.ts$`;
 const MAIN = `${SRC}main\\.ts$`;
@@ -31,9 +138,27 @@ const MAIN = `${SRC}main\\.ts$`;
 const SPEC = '\\.spec\\.ts$';
 const NODE_MODULES = '(?:^|/)node_modules/';
 
+const floorRules = Object.entries(FLOORS).map(([folder, { may, why }]) => ({
+  name: `floor-${folder}`,
+  severity: 'error',
+  comment:
+    `src/${folder}/ ${why}: it may import only ` +
+    `${may.length === 0 ? 'itself' : `${may.join(', ')} and itself`}, Node built-ins and packages.`,
+  from: { path: folders(folder), pathNot: SPEC },
+  to: {
+    path: SRC,
+    pathNot: [
+      folders(folder, ...may),
+      ...(ALSO[folder] ?? []).map((file) => `${SRC}${file}`),
+      ...(folder === 'cli' ? [COMPOSITION_ROOT] : []),
+    ],
+  },
+}));
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...floorRules,
     {
       name: 'no-composition-root-imports',
       severity: 'error',
@@ -52,62 +177,6 @@ module.exports = {
         'other composition-root files, never main.ts (completes no-composition-root-imports).',
       from: { path: [folders('cli'), COMPOSITION_ROOT], pathNot: [MAIN, SPEC] },
       to: { path: MAIN },
-    },
-    {
-      name: 'api-not-from-operator-or-store',
-      severity: 'error',
-      comment:
-        'The API folders (auth, projects, builds, log-stream, ratelimit) sit on top. The ' +
-        'operator, runners, kubernetes, the log store, lifecycle, build methods, database and ' +
-        'config run without them (in other roles) and must not import them. Pass what they ' +
-        'need down through a port or a value instead.',
-      from: { path: BELOW_API, pathNot: SPEC },
-      to: { path: API },
-    },
-    {
-      name: 'log-store-no-auth',
-      severity: 'error',
-      comment:
-        'src/logs/ is the log store. Authorization and the HTTP/WebSocket transport ' +
-        '(src/log-stream/) sit above it: log-stream imports logs, never the reverse.',
-      from: { path: folders('logs'), pathNot: SPEC },
-      to: { path: folders('auth', 'log-stream') },
-    },
-    {
-      name: 'lifecycle-no-logs-or-runners',
-      severity: 'error',
-      comment:
-        'src/lifecycle/ owns the build state machine. Log storage, log transport, runners and ' +
-        'the operator drive it; it must not know about them.',
-      from: { path: folders('lifecycle'), pathNot: SPEC },
-      to: { path: folders('logs', 'log-stream', 'runners', 'operator') },
-    },
-    {
-      name: 'database-imports-no-feature',
-      severity: 'error',
-      comment:
-        'src/database/ is the layer under every feature: it may import only database/, ' +
-        'config/, common/ and packages. Features register their entities with it (the ' +
-        'composition root lists them), not the other way round.',
-      from: { path: folders('database'), pathNot: SPEC },
-      to: {
-        pathNot: [folders('database', 'config', 'common'), NODE_MODULES],
-        dependencyTypesNot: ['core'],
-        couldNotResolve: false, // reported by not-to-unresolvable
-      },
-    },
-    {
-      name: 'config-is-the-ground',
-      severity: 'error',
-      comment:
-        'src/config/ reads the environment once and is imported by everything, so it imports ' +
-        'only itself, Node built-ins and packages.',
-      from: { path: folders('config'), pathNot: SPEC },
-      to: {
-        pathNot: [folders('config'), NODE_MODULES],
-        dependencyTypesNot: ['core'],
-        couldNotResolve: false, // reported by not-to-unresolvable
-      },
     },
     {
       name: 'typeorm-only-in-data-layer',
@@ -154,9 +223,9 @@ module.exports = {
       comment:
         'This import closes a cycle between src/ modules. Cycles make module load order matter ' +
         '(undefined classes in Nest DI) and usually mean two layers know each other. Type-only ' +
-        'imports are erased by tsc and do not count.',
+        'imports count too: erased by tsc, they still tie two modules into one.',
       from: { path: SRC },
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      to: { circular: true },
     },
     {
       name: 'not-to-unresolvable',

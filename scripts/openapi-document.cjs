@@ -31,6 +31,7 @@ async function writeDocumentFromDist(path, workDir) {
     { KILN_ENTITIES },
     { createLogger },
     { buildOpenApiDocument },
+    { logStreamPaths },
   ] = await Promise.all([
     dist('app.factory.js'),
     dist('config/config.js'),
@@ -38,6 +39,7 @@ async function writeDocumentFromDist(path, workDir) {
     dist('app.entities.js'),
     dist('common/logger.js'),
     dist('common/openapi-document.js'),
+    dist('log-stream/log-stream.openapi.js'),
   ]);
   const logger = createLogger('warn', require('pino').destination(2));
   const config = loadConfig(
@@ -56,7 +58,7 @@ async function writeDocumentFromDist(path, workDir) {
   });
   const app = await createApp(config, dataSource, logger);
   try {
-    writeFileSync(path, JSON.stringify(buildOpenApiDocument(app), null, 2));
+    writeFileSync(path, JSON.stringify(buildOpenApiDocument(app, logStreamPaths()), null, 2));
   } finally {
     await app.close();
   }

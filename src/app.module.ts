@@ -2,7 +2,7 @@ import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { RouterModule } from '@nestjs/core';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { ArtifactsApiModule } from './artifacts/artifacts-api.module.js';
+import { ArtifactsHttpModule } from './artifacts-http/artifacts-http.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { BuildsModule } from './builds/builds.module.js';
 import { LOGGER } from './common/logger.js';
@@ -30,7 +30,7 @@ export const API_MODULES: ReadonlyArray<Type> = [
   ProjectsModule,
   BuildsModule,
   LogStreamModule,
-  ArtifactsApiModule,
+  ArtifactsHttpModule,
 ];
 
 export interface AppOptions {

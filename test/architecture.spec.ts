@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -57,26 +58,44 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
     it('reports exactly the deliberate violations and lets the allowed imports through', () => {
       expect(violations(report, FIXTURE)).toEqual(
         [
-          'no-composition-root-imports: health/imports-main.ts → main.ts',
-          'no-composition-root-imports: builds/imports-app-module.ts → app.module.ts',
-          'no-main-imports: cli/imports-main.ts → main.ts',
-          'api-not-from-operator-or-store: runners/imports-builds.ts → builds/build.ts',
-          'api-not-from-operator-or-store: operator/imports-builds.ts → builds/build.ts',
-          'api-not-from-operator-or-store: database/imports-feature.ts → builds/build.ts',
-          'api-not-from-operator-or-store: logs/imports-auth.ts → auth/guard.ts',
-          'api-not-from-operator-or-store: logs/imports-log-stream.ts → log-stream/gateway.ts',
-          'log-store-no-auth: logs/imports-auth.ts → auth/guard.ts',
-          'log-store-no-auth: logs/imports-log-stream.ts → log-stream/gateway.ts',
-          'lifecycle-no-logs-or-runners: lifecycle/imports-logs.ts → logs/store.ts',
-          'lifecycle-no-logs-or-runners: lifecycle/imports-runners.ts → runners/runner.ts',
-          'database-imports-no-feature: database/imports-feature.ts → builds/build.ts',
-          'database-imports-no-feature: database/imports-lifecycle.ts → lifecycle/state.ts',
-          'config-is-the-ground: config/imports-common.ts → common/util.ts',
-          'typeorm-only-in-data-layer: builds/uses-typeorm.ts → node_modules/typeorm/index.d.ts',
+          'floor-artifacts-http: artifacts-http/breaks-floor.ts → builds/ok.ts',
+          'floor-artifacts: artifacts/breaks-floor.ts → builds/ok.ts',
+          'floor-auth: auth/breaks-floor.ts → builds/ok.ts',
+          'floor-build-methods: build-methods/breaks-floor.ts → builds/ok.ts',
+          'floor-builds: builds/breaks-floor.ts → cli/ok.ts',
+          'floor-builds: builds/imports-app-module.ts → app.module.ts',
+          'floor-cli: cli/breaks-floor.ts → operator/ok.ts',
+          'floor-cluster: cluster/breaks-floor.ts → builds/ok.ts',
+          'floor-common: common/breaks-floor.ts → builds/ok.ts',
+          'floor-config: config/breaks-floor.ts → builds/ok.ts',
+          'floor-console-host: console-host/breaks-floor.ts → builds/ok.ts',
+          'floor-database: database/breaks-floor.ts → builds/ok.ts',
+          'floor-health: health/breaks-floor.ts → builds/ok.ts',
+          'floor-health: health/imports-main.ts → main.ts',
+          'floor-integrations: integrations/breaks-floor.ts → builds/ok.ts',
+          'floor-integrations: integrations/imports-projects-routes.ts → projects/ok.ts',
+          'floor-kubernetes: kubernetes/breaks-floor.ts → builds/ok.ts',
+          'floor-lifecycle: lifecycle/breaks-floor.ts → builds/ok.ts',
+          'floor-log-stream: log-stream/breaks-floor.ts → builds/ok.ts',
+          'floor-logs: logs/breaks-floor.ts → builds/ok.ts',
+          'floor-manifest: manifest/breaks-floor.ts → builds/ok.ts',
+          'floor-operator: operator/breaks-floor.ts → builds/ok.ts',
+          'floor-projects: projects/breaks-floor.ts → builds/ok.ts',
+          'floor-ratelimit: ratelimit/breaks-floor.ts → builds/ok.ts',
+          'floor-registries: registries/breaks-floor.ts → builds/ok.ts',
+          'floor-runners: runners/breaks-floor.ts → builds/ok.ts',
+          'floor-secret-managers: secret-managers/breaks-floor.ts → builds/ok.ts',
+          'floor-secrets: secrets/breaks-floor.ts → builds/ok.ts',
+          'floor-steps: steps/breaks-floor.ts → builds/ok.ts',
           'kubernetes-client-only-in-kubernetes: runners/uses-kube-client.ts → node_modules/@kubernetes/client-node/dist/index.js',
-          'vendor-sdks-behind-ports: builds/uses-aws-sdk.ts → node_modules/@aws-sdk/client-s3/dist-es/index.js',
           'no-circular: common/cycle-a.ts → common/cycle-b.ts',
+          'no-circular: common/type-cycle-a.ts → common/type-cycle-b.ts',
+          'no-composition-root-imports: builds/imports-app-module.ts → app.module.ts',
+          'no-composition-root-imports: health/imports-main.ts → main.ts',
+          'no-main-imports: cli/imports-main.ts → main.ts',
           'not-to-unresolvable: common/imports-missing.ts → ./missing.js',
+          'typeorm-only-in-data-layer: builds/uses-typeorm.ts → node_modules/typeorm/index.d.ts',
+          'vendor-sdks-behind-ports: builds/uses-aws-sdk.ts → node_modules/@aws-sdk/client-s3/dist-es/index.js',
         ].sort(),
       );
     });
@@ -102,6 +121,19 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
         });
       }
     });
+  });
+
+  it('gives every folder of src/ a floor (the web console, a browser program, aside)', () => {
+    const floors = readFileSync(join(ROOT, '.dependency-cruiser.cjs'), 'utf8').match(
+      /^const FLOORS = \{[\s\S]*?^\};/m,
+    )![0];
+    const named = [...floors.matchAll(/^ {2}'?([a-z-]+)'?: \{/gm)].map((m) => m[1]!).sort();
+    const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && entry.name !== 'console')
+      .map((entry) => entry.name)
+      .sort();
+
+    expect(named).toEqual(folders);
   });
 
   describe('on src/', () => {

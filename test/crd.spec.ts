@@ -8,9 +8,9 @@ import {
   type SpecContext,
   specOfManifest,
   specOfReference,
-} from '../src/build-methods/build-spec.js';
+} from '../src/manifest/build-spec.js';
 import { validateManifest } from '../src/build-methods/manifest.js';
-import type { MethodName } from '../src/build-methods/types.js';
+import type { MethodName } from '../src/manifest/types.js';
 import {
   BUILD_API_VERSION,
   BUILD_SPEC_DEFAULTS,

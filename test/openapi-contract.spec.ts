@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listRoutes } from '../src/auth/route-inventory.js';
-import { LOG_STREAM_PATH } from '../src/common/openapi-document.js';
+import { LOG_STREAM_PATH } from '../src/log-stream/log-stream.openapi.js';
 import { ACCESS_TOKEN_SCHEME } from '../src/common/openapi.js';
 import { seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';

@@ -2,7 +2,7 @@ import type { V1Container, V1Job, V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { IMAGE_PLACEHOLDER } from '../src/artifacts/tool-command.js';
+import { IMAGE_PLACEHOLDER } from '../src/manifest/tool-commands.js';
 import {
   BUILDKIT_IMAGE,
   KANIKO_IMAGE,

@@ -3,11 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1Container, V1Job, V1PodSpec, V1SecurityContext } from '@kubernetes/client-node';
 import fc from 'fast-check';
 
-import {
-  type BuildSpec,
-  type SpecContext,
-  specOfManifest,
-} from '../src/build-methods/build-spec.js';
+import { type BuildSpec, type SpecContext, specOfManifest } from '../src/manifest/build-spec.js';
 import {
   BUILDKIT_SECURITY_CONTEXT,
   POD_SECURITY_LEVEL as BUILDX_LEVEL,
@@ -49,12 +45,7 @@ import {
   STEP_SHELLS,
   STEP_TMP_VOLUME,
 } from '../src/build-methods/steps.js';
-import {
-  METHOD_NAMES,
-  type MethodName,
-  SBOM_TOOLS,
-  SCAN_TOOLS,
-} from '../src/build-methods/types.js';
+import { METHOD_NAMES, type MethodName, SBOM_TOOLS, SCAN_TOOLS } from '../src/manifest/types.js';
 import { manifestSpec, referenceSpec } from './support/build-specs.js';
 import {
   baselineViolations,

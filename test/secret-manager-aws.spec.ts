@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { AwsSecretsManager } from '../src/secret-managers/aws-secrets-manager.js';
 import {
-  type AwsReference,
   type ResolveLimits,
   SecretManagerUnavailableError,
   SecretNotFoundError,
 } from '../src/secret-managers/secret-manager.js';
+import { type AwsReference } from '../src/manifest/secret-reference.js';
 import { FakeAwsSecretsManager } from './support/fake-aws-secrets-manager.js';
 
 /** The real AWS SDK pointed at test/support/fake-aws-secrets-manager.ts by endpoint. */

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AzureKeyVault } from '../src/secret-managers/azure-key-vault.js';
 import {
-  type AzureReference,
   type ResolveLimits,
   SecretManagerUnavailableError,
   SecretNotFoundError,
 } from '../src/secret-managers/secret-manager.js';
+import { type AzureReference } from '../src/manifest/secret-reference.js';
 import type { AzureKeyVaultSettings } from '../src/secret-managers/settings.js';
 import { FakeAzureKeyVault } from './support/fake-azure-key-vault.js';
 

@@ -6,8 +6,8 @@ import {
   type ResolveLimits,
   SecretManagerUnavailableError,
   SecretNotFoundError,
-  type VaultReference,
 } from '../src/secret-managers/secret-manager.js';
+import { type VaultReference } from '../src/manifest/secret-reference.js';
 import type { VaultSettings } from '../src/secret-managers/settings.js';
 import { VaultSecretManager } from '../src/secret-managers/vault.js';
 import { FakeVault } from './support/fake-vault.js';

@@ -32,7 +32,7 @@ import { NestFactory } from '@nestjs/core';
 import jwt from 'jsonwebtoken';
 import pg from 'pg';
 import { tokenVerifyOptions } from '../../dist/auth/authorizer.js';
-import { specOfReference } from '../../dist/build-methods/build-spec.js';
+import { specOfReference } from '../../dist/manifest/build-spec.js';
 import { loadConfig } from '../../dist/config/config.js';
 
 const POOL = Symbol('POOL');

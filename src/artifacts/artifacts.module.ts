@@ -6,7 +6,7 @@ import { BuildArtifacts } from './build-artifacts.js';
 
 /**
  * The results of the steps after the image (SBOM, scan) and the scan policy gate: the store the
- * runners and the operator use. The HTTP routes are ArtifactsApiModule's.
+ * runners and the operator use. The HTTP routes are ArtifactsHttpModule's.
  */
 @Module({
   imports: [LifecycleModule, LogsModule],

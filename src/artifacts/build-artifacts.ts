@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
-import type { BuildSpec } from '../build-methods/build-spec.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
 import {
   ConflictError,
   ForbiddenError,
@@ -22,14 +22,10 @@ import {
   BuildArtifactsRepository,
   type StoredArtifact,
 } from './artifacts.repository.js';
-import {
-  type Finding,
-  normalizeFindings,
-  readStoredFindings,
-  type Severity,
-  summarize,
-} from './findings.js';
-import { evaluatePolicy, type ScanPolicy } from './scan-policy.js';
+import { normalizeFindings, readStoredFindings, summarize } from './findings.js';
+import { type Finding, type Severity } from '../manifest/severities.js';
+import { evaluatePolicy } from '../manifest/scan-policy.js';
+import { type ScanPolicy } from '../manifest/types.js';
 import { readSbom } from './sbom-document.js';
 import { bearerToken, hashUploadToken, newUploadToken } from './upload-token.js';
 

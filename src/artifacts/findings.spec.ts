@@ -1,16 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { normalizeFindings, readStoredFindings, summarize } from './findings.js';
+import { SCAN_COMMANDS, type Scanner } from '../manifest/tool-commands.js';
+import { type Finding, SEVERITIES, type Severity } from '../manifest/severities.js';
 import {
-  type Finding,
-  normalizeFindings,
-  readStoredFindings,
-  SCAN_COMMANDS,
-  type Scanner,
-  SEVERITIES,
-  type Severity,
-  summarize,
-} from './findings.js';
-import { CLAIR_URL_PLACEHOLDER, IMAGE_PLACEHOLDER, OUTPUT_PLACEHOLDER } from './tool-command.js';
+  CLAIR_URL_PLACEHOLDER,
+  IMAGE_PLACEHOLDER,
+  OUTPUT_PLACEHOLDER,
+} from '../manifest/tool-commands.js';
 
 function fixture(name: string): string {
   return readFileSync(join(__dirname, 'fixtures', name), 'utf8');

@@ -12,97 +12,15 @@
  *   path): the more severe severity and the first fixed version win.
  * - Findings are sorted by severity (critical first), then id, package and version.
  */
-import { isPlainObject, type Json } from '../build-methods/fields.js';
+import { isPlainObject, type Json } from '../manifest/fields.js';
 import {
-  CLAIR_URL_PLACEHOLDER,
-  IMAGE_PLACEHOLDER,
-  OUTPUT_PLACEHOLDER,
-  type ToolCommand,
-} from './tool-command.js';
-
-/** Most severe first; the order fail_on compares in. */
-export const SEVERITIES = ['critical', 'high', 'medium', 'low', 'negligible', 'unknown'] as const;
-export type Severity = (typeof SEVERITIES)[number];
-
-export type Scanner = 'trivy' | 'grype' | 'clair' | 'snyk';
-
-/** One vulnerability in one installed package, the same shape whatever the scanner. */
-export interface Finding {
-  /** CVE-…, GHSA-…, or the scanner's own id (SNYK-…, RHSA-…). */
-  readonly id: string;
-  readonly package: string;
-  readonly version: string;
-  readonly fixed_version: string | null;
-  readonly severity: Severity;
-}
-
-/**
- * The scan step per scanner. None is given a threshold flag: kiln's policy gate decides from the
- * findings, so a scanner's exit code only says whether its report is complete.
- */
-export const SCAN_COMMANDS = {
-  trivy: {
-    argv: ['trivy', 'image', '--format', 'json', '--output', OUTPUT_PLACEHOLDER, IMAGE_PLACEHOLDER],
-    stdout: false,
-    okExitCodes: [0],
-    exitCodes: '0 even when vulnerabilities are found (non-zero on findings only with --exit-code)',
-    docs: [
-      'https://trivy.dev/latest/docs/configuration/reporting/',
-      'https://trivy.dev/latest/docs/configuration/others/',
-    ],
-  },
-  grype: {
-    argv: ['grype', `registry:${IMAGE_PLACEHOLDER}`, '-o', 'json', '--file', OUTPUT_PLACEHOLDER],
-    stdout: false,
-    okExitCodes: [0],
-    exitCodes:
-      '0 even when vulnerabilities are found; with --fail-on 1 (2 in newer releases), and 1 on ' +
-      'errors too in v0.78 (grype#1922)',
-    docs: [
-      'https://github.com/anchore/grype/blob/main/cmd/grype/cli/options/grype.go',
-      'https://github.com/anchore/grype/issues/1922',
-    ],
-  },
-  // `--host` and `--out` belong to the `report` subcommand, not to clairctl itself; the JSON is
-  // Clair v4's VulnerabilityReport, written to stdout.
-  clair: {
-    argv: [
-      'clairctl',
-      'report',
-      '--host',
-      CLAIR_URL_PLACEHOLDER,
-      '--out',
-      'json',
-      IMAGE_PLACEHOLDER,
-    ],
-    stdout: true,
-    okExitCodes: [0],
-    exitCodes: '0 when the report was printed; 1 on any error (clairctl has no severity threshold)',
-    docs: [
-      'https://github.com/quay/clair/blob/main/cmd/clairctl/report.go',
-      'https://github.com/quay/clair/blob/main/cmd/clairctl/main.go',
-    ],
-  },
-  // `--json-file-output` writes the JSON whether or not `--json` is given.
-  snyk: {
-    argv: [
-      'snyk',
-      'container',
-      'test',
-      IMAGE_PLACEHOLDER,
-      `--json-file-output=${OUTPUT_PLACEHOLDER}`,
-    ],
-    stdout: false,
-    okExitCodes: [0, 1],
-    exitCodes:
-      '0 no vulnerabilities; 1 vulnerabilities found (the report is complete); 2 failure, ' +
-      're-run; 3 no supported projects detected',
-    docs: [
-      'https://github.com/snyk/cli/blob/main/help/cli-commands/container-test.md',
-      'https://app.unpkg.com/snyk@1.1303.1/files/help/cli-commands/container-test.md',
-    ],
-  },
-} as const satisfies Record<Scanner, ToolCommand>;
+  compareFindings,
+  type Finding,
+  isAtLeast,
+  SEVERITIES,
+  type Severity,
+} from '../manifest/severities.js';
+import type { Scanner } from '../manifest/tool-commands.js';
 
 /** Normalises a scanner's JSON report: its findings (deduplicated, sorted), or why it is unusable. */
 export function normalizeFindings(
@@ -164,21 +82,6 @@ export function summarize(findings: readonly Finding[]): Record<Severity, number
   >;
   for (const finding of findings) counts[finding.severity] += 1;
   return counts;
-}
-
-/** True when `severity` is `threshold` or more severe. */
-export function isAtLeast(severity: Severity, threshold: Severity): boolean {
-  return SEVERITIES.indexOf(severity) <= SEVERITIES.indexOf(threshold);
-}
-
-/** Severity (critical first), then id, package and version. */
-export function compareFindings(a: Finding, b: Finding): number {
-  return (
-    SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity) ||
-    order(a.id, b.id) ||
-    order(a.package, b.package) ||
-    order(a.version, b.version)
-  );
 }
 
 /** Words the scanners use, lower-cased. Clair v2's Defcon1 sits above critical. */
@@ -417,10 +320,6 @@ function joinVersions(values: readonly unknown[], path: string): string | null {
     .map((value, i) => optionalText(value, `${path}[${i}]`))
     .filter((version) => version !== undefined);
   return versions.length === 0 ? null : versions.join(', ');
-}
-
-function order(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function clip(text: string, max = 200): string {

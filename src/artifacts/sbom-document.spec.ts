@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readSbom, SBOM_COMMANDS } from './sbom-document.js';
-import { IMAGE_PLACEHOLDER, OUTPUT_PLACEHOLDER } from './tool-command.js';
+import { readSbom } from './sbom-document.js';
+import { SBOM_COMMANDS } from '../manifest/tool-commands.js';
+import { IMAGE_PLACEHOLDER, OUTPUT_PLACEHOLDER } from '../manifest/tool-commands.js';
 
 function fixture(name: string): string {
   return readFileSync(join(__dirname, 'fixtures', name), 'utf8');

@@ -6,11 +6,8 @@
  * misconfigured step is fixed from the build log rather than discovered when someone reads the
  * SBOM.
  */
-import { isPlainObject, type Json } from '../build-methods/fields.js';
-import { IMAGE_PLACEHOLDER, OUTPUT_PLACEHOLDER, type ToolCommand } from './tool-command.js';
-
-export const SBOM_FORMATS = ['spdx-json', 'cyclonedx-json'] as const;
-export type SbomFormat = (typeof SBOM_FORMATS)[number];
+import { isPlainObject, type Json } from '../manifest/fields.js';
+import type { SbomFormat } from '../manifest/tool-commands.js';
 
 /** A readable SBOM: its format, the spec version it declares, how many packages it lists. */
 export interface SbomSummary {
@@ -20,79 +17,6 @@ export interface SbomSummary {
   /** SPDX: packages[]; CycloneDX: the top-level components[]. Absent lists count 0. */
   readonly packages: number;
 }
-
-export interface SbomCommand extends ToolCommand {
-  /** The format the command writes; readSbom reports the same one for its output. */
-  readonly format: SbomFormat;
-}
-
-/**
- * The SBOM step per tool. Each writes to OUTPUT_PLACEHOLDER and exits 0 once it did, non-zero
- * when it could not (no threshold flags apply to SBOM generation).
- */
-export const SBOM_COMMANDS = {
-  // `syft scan <src> -o <format>=<file>`; `registry:` reads the pushed image without a daemon.
-  // spdx-json is SPDX 2.3 JSON.
-  syft: {
-    format: 'spdx-json',
-    argv: [
-      'syft',
-      'scan',
-      `registry:${IMAGE_PLACEHOLDER}`,
-      '-o',
-      `spdx-json=${OUTPUT_PLACEHOLDER}`,
-    ],
-    stdout: false,
-    okExitCodes: [0],
-    exitCodes: '0 when the SBOM was written; non-zero on any error',
-    docs: [
-      'https://oss.anchore.com/docs/reference/syft/cli/',
-      'https://github.com/anchore/syft/wiki/Output-Formats',
-      'https://github.com/anchore/syft/wiki/Multiple-Outputs',
-    ],
-  },
-  // `--format cyclonedx` is CycloneDX JSON (trivy has no CycloneDX XML); it scans nothing unless
-  // scanners are asked for, so the SBOM step stays an SBOM step.
-  trivy: {
-    format: 'cyclonedx-json',
-    argv: [
-      'trivy',
-      'image',
-      '--format',
-      'cyclonedx',
-      '--output',
-      OUTPUT_PLACEHOLDER,
-      IMAGE_PLACEHOLDER,
-    ],
-    stdout: false,
-    okExitCodes: [0],
-    exitCodes:
-      '0 when the SBOM was written (trivy exits non-zero on findings only with --exit-code)',
-    docs: [
-      'https://trivy.dev/latest/docs/supply-chain/sbom/',
-      'https://trivy.dev/v0.28.1/docs/sbom/cyclonedx',
-    ],
-  },
-  // grype's SBOM mode: CycloneDX JSON of the image's components, with the vulnerabilities found.
-  grype: {
-    format: 'cyclonedx-json',
-    argv: [
-      'grype',
-      `registry:${IMAGE_PLACEHOLDER}`,
-      '-o',
-      'cyclonedx-json',
-      '--file',
-      OUTPUT_PLACEHOLDER,
-    ],
-    stdout: false,
-    okExitCodes: [0],
-    exitCodes: '0 when the report was written; 1 (2 in newer releases) only with --fail-on',
-    docs: [
-      'https://github.com/anchore/grype/pull/1252',
-      'https://github.com/anchore/grype/blob/main/cmd/grype/cli/options/grype.go',
-    ],
-  },
-} as const satisfies Record<'syft' | 'trivy' | 'grype', SbomCommand>;
 
 /** Reads an uploaded SBOM: its summary, or why kiln does not accept it. */
 export function readSbom(text: string): SbomSummary | { problem: string } {

@@ -11,7 +11,7 @@ import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthService } from './auth.service.js';
 import { Authorizer } from './authorizer.js';
-import { resolveJwtSecret } from './jwt-secret.js';
+import { resolveSecretSource } from '../secrets/secret-source.js';
 import { JWT_ALGORITHM, JWT_KEY, JWT_SECRET } from './jwt.constants.js';
 import { JwtStrategy } from './jwt.strategy.js';
 import { LoginThrottleRepository } from './login-throttle.repository.js';
@@ -22,7 +22,7 @@ import { TokenService } from './token.service.js';
 const secretProvider = {
   provide: JWT_SECRET,
   inject: [KilnConfig],
-  useFactory: (config: KilnConfig) => resolveJwtSecret(config.jwtSecret),
+  useFactory: (config: KilnConfig) => resolveSecretSource(config.jwtSecret),
 };
 
 const keyProvider = {

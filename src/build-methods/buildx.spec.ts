@@ -16,7 +16,7 @@ import {
 } from '../../test/support/pod-security.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
-import type { BuildSpec, SpecContext } from './build-spec.js';
+import type { BuildSpec, SpecContext } from '../manifest/build-spec.js';
 import { BUILDKIT_SECURITY_CONTEXT, buildx, buildxJob, POD_SECURITY_LEVEL } from './buildx.js';
 import { BUILDKIT_IMAGE } from './images.js';
 import {

@@ -1,7 +1,7 @@
 import type { V1SecurityContext } from '@kubernetes/client-node';
 
-import { type BuildSpec, pushTargets } from './build-spec.js';
-import { nonEmpty, optionalString, stringArray, stringMap } from './fields.js';
+import { type BuildSpec, pushTargets } from '../manifest/build-spec.js';
+import { nonEmpty, optionalString, stringArray, stringMap } from '../manifest/fields.js';
 import {
   BUILD_SECRET_PREFIX,
   BUILD_SECRETS_DIR,
@@ -18,7 +18,7 @@ import {
   unsupported,
 } from './job.js';
 import { blank, type BuildMethod, type DockerfilePlan, dockerfilePlan } from './method.js';
-import { MANIFEST_MESSAGES } from './types.js';
+import { MANIFEST_MESSAGES } from '../manifest/types.js';
 
 const PLATFORM_PATTERN = /^[a-z0-9]+\/[a-z0-9_]+(?:\/[a-z0-9]+)?$/;
 

@@ -2,7 +2,7 @@ import { REPOSITORY, stepsOffNotes } from '../../test/support/job-fixtures.js';
 import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
-import type { BuildSpec, SpecContext } from './build-spec.js';
+import type { BuildSpec, SpecContext } from '../manifest/build-spec.js';
 import { container, containerfileFor } from './container.js';
 import { KANIKO_IMAGE } from './images.js';
 import {

@@ -1,4 +1,4 @@
-import type { BuildSpec } from './build-spec.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
 import { kanikoJob } from './kaniko.js';
 import {
   type BuildMethod,
@@ -6,7 +6,7 @@ import {
   dockerfilePlan,
   NO_EXCLUSIVE_FIELDS,
 } from './method.js';
-import { MANIFEST_MESSAGES } from './types.js';
+import { MANIFEST_MESSAGES } from '../manifest/types.js';
 
 /** The generated Containerfile; the environment becomes ARG lines, so only build args are passed. */
 const plan = (spec: BuildSpec): DockerfilePlan =>

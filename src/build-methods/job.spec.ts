@@ -2,7 +2,7 @@ import { manifestSpec } from '../../test/support/build-specs.js';
 import { type PodSpec, restrictedViolations } from '../../test/support/pod-security.js';
 import type { V1Job } from '@kubernetes/client-node';
 
-import type { BuildSpec, SpecContext } from './build-spec.js';
+import type { BuildSpec, SpecContext } from '../manifest/build-spec.js';
 import { BUILDKIT_IMAGE, GIT_IMAGE, isPinnedByDigest, KANIKO_IMAGE } from './images.js';
 import {
   buildObjectName,
@@ -19,7 +19,7 @@ import {
 } from './job.js';
 import { kaniko } from './kaniko.js';
 import { STEP_SECURITY_CONTEXT } from './steps.js';
-import type { MethodName } from './types.js';
+import type { MethodName } from '../manifest/types.js';
 
 const specContext: SpecContext = {
   project: {

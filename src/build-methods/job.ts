@@ -13,7 +13,7 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 
-import { type BuildSource, type BuildSpec, repositoryOfReference } from './build-spec.js';
+import { type BuildSource, type BuildSpec, repositoryOfReference } from '../manifest/build-spec.js';
 import {
   BUILDER_IMAGES,
   type BuilderName,
@@ -44,7 +44,7 @@ export {
   S3_CREDENTIAL_KEYS,
   type S3UploadTarget,
 } from './steps.js';
-import type { MethodName } from './types.js';
+import type { MethodName } from '../manifest/types.js';
 
 /**
  * The shared skeleton of a build Job (docs/adr/0014-job-translation.md): every method's

@@ -11,7 +11,7 @@ import {
 import { manifestSpec } from '../../test/support/build-specs.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
-import { type BuildSpec, type SpecContext, specOfReference } from './build-spec.js';
+import { type BuildSpec, type SpecContext, specOfReference } from '../manifest/build-spec.js';
 import { KANIKO_IMAGE } from './images.js';
 import {
   DEFAULT_JOB_SETTINGS,
@@ -21,7 +21,7 @@ import {
   SOURCE_SCRIPT,
 } from './job.js';
 import { kaniko, KANIKO_SECURITY_CONTEXT } from './kaniko.js';
-import type { MethodName } from './types.js';
+import type { MethodName } from '../manifest/types.js';
 
 /** kaniko's fixed flags, after the build's own. */
 const FIXED_FLAGS = [

@@ -1,6 +1,6 @@
 import type { V1SecurityContext } from '@kubernetes/client-node';
 
-import { type BuildSpec, pushTargets } from './build-spec.js';
+import { type BuildSpec, pushTargets } from '../manifest/build-spec.js';
 import {
   contextDirectory,
   FILES_DIR,
@@ -20,7 +20,7 @@ import {
   NO_EXCLUSIVE_FIELDS,
 } from './method.js';
 import { stepsConfigured } from './steps.js';
-import { MANIFEST_MESSAGES } from './types.js';
+import { MANIFEST_MESSAGES } from '../manifest/types.js';
 
 const at = (key: string): string => `manifest.build_config.${key}`;
 

@@ -1,7 +1,7 @@
-import { outputRepository } from './build-spec.js';
+import { outputRepository } from '../manifest/build-spec.js';
 import { validateManifest, validateManifestAsync } from './manifest.js';
 import { paketoBuilderImage } from './paketo.js';
-import { type BuildManifest, METHOD_NAMES, type MethodName } from './types.js';
+import { type BuildManifest, METHOD_NAMES, type MethodName } from '../manifest/types.js';
 
 // Fixtures are mutated deeply to make each bad case; validateManifest takes unknown anyway.
 type Fixture = Record<string, any>;

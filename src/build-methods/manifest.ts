@@ -24,7 +24,7 @@
  *   keeps what every method shares.
  */
 
-import { readScanPolicy } from '../artifacts/scan-policy.js';
+import { readScanPolicy } from '../manifest/scan-policy.js';
 import {
   boundedString,
   enumValue,
@@ -43,9 +43,9 @@ import {
   stringMap,
   WHITESPACE,
   withoutUndefined,
-} from './fields.js';
-import { isSecretReference, secretValueProblem } from '../secret-managers/reference.js';
-import { repositoryOfReference } from './build-spec.js';
+} from '../manifest/fields.js';
+import { isSecretReference, secretValueProblem } from '../manifest/secret-reference.js';
+import { repositoryOfReference } from '../manifest/build-spec.js';
 import { BUILD_METHODS, exclusiveOwner } from './methods.js';
 import type { ManifestDraft } from './method.js';
 import {
@@ -62,7 +62,7 @@ import {
   SBOM_TOOLS,
   SCAN_TOOLS,
   SECRET_MANAGER_TYPES,
-} from './types.js';
+} from '../manifest/types.js';
 
 const MANIFEST_KEYS = [
   'name',

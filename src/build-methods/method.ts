@@ -1,8 +1,8 @@
-import type { BuilderFormat } from '../logs/builder-output.js';
-import type { BuildSpec } from './build-spec.js';
-import type { Json } from './fields.js';
+import type { BuilderFormat } from '../manifest/formats.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
+import type { Json } from '../manifest/fields.js';
 import type { JobContext, JobTranslation } from './job.js';
-import type { BuildConfig, Details, MethodName } from './types.js';
+import type { BuildConfig, Details, MethodName } from '../manifest/types.js';
 
 /** A manifest as far as the rules every method shares have read it (values undefined if wrong). */
 export interface ManifestDraft {

@@ -5,9 +5,9 @@ import {
   type SpecContext,
   specOfManifest,
   specOfReference,
-} from './build-spec.js';
+} from '../manifest/build-spec.js';
 import { BUILD_METHODS, localPlanOf } from './methods.js';
-import { METHOD_NAMES, type MethodName } from './types.js';
+import { METHOD_NAMES, type MethodName } from '../manifest/types.js';
 
 const context: SpecContext = {
   project: {

@@ -1,11 +1,11 @@
-import type { BuildSpec } from './build-spec.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
 import { buildx } from './buildx.js';
 import { container } from './container.js';
 import { kaniko } from './kaniko.js';
 import type { BuildMethod, LocalPlan } from './method.js';
 import { packer } from './packer.js';
 import { paketo } from './paketo.js';
-import type { BuildConfig, MethodName } from './types.js';
+import type { BuildConfig, MethodName } from '../manifest/types.js';
 
 /** The one table keyed by method: nothing else in kiln switches on a method name. */
 export const BUILD_METHODS: Readonly<Record<MethodName, BuildMethod>> = {

@@ -16,8 +16,8 @@
  *   (HCL2), or any entry of `post-processors` at any depth (JSON).
  * Order is not compared: the HCL2 parser groups blocks by type.
  */
-import { isPlainObject } from './fields.js';
-import type { Details } from './types.js';
+import { isPlainObject } from '../manifest/fields.js';
+import type { Details } from '../manifest/types.js';
 
 /** A builder (JSON) or source (HCL2) a template declares. */
 export interface DeclaredBuilder {

@@ -1,7 +1,7 @@
 import type { V1Container, V1EnvVar, V1SecurityContext } from '@kubernetes/client-node';
 
-import { isSecretReference } from '../secret-managers/reference.js';
-import type { BuildSpec } from './build-spec.js';
+import { isSecretReference } from '../manifest/secret-reference.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
 import { PACKER_IMAGE } from './images.js';
 import {
   BUILD_SECRET_ENV_REF,
@@ -29,7 +29,7 @@ import {
   type TemplateEntries,
   type TemplateRead,
 } from './packer-template.js';
-import { type Details, MANIFEST_MESSAGES } from './types.js';
+import { type Details, MANIFEST_MESSAGES } from '../manifest/types.js';
 
 const at = (key: string): string => `manifest.build_config.${key}`;
 

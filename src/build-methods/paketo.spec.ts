@@ -12,7 +12,7 @@ import { manifestSpec } from '../../test/support/build-specs.js';
 import { type PodSpec, restrictedViolations } from '../../test/support/pod-security.js';
 import type { V1Container, V1Job } from '@kubernetes/client-node';
 
-import type { BuildSpec, SpecContext } from './build-spec.js';
+import type { BuildSpec, SpecContext } from '../manifest/build-spec.js';
 import {
   DEFAULT_JOB_SETTINGS,
   hardeningProblems,

@@ -1,6 +1,6 @@
 import type { V1SecurityContext } from '@kubernetes/client-node';
 
-import { type BuildSpec, pushTargets } from './build-spec.js';
+import { type BuildSpec, pushTargets } from '../manifest/build-spec.js';
 import { isPinnedByDigest } from './images.js';
 import {
   cacheReference,
@@ -14,7 +14,7 @@ import {
   unsupported,
 } from './job.js';
 import { type BuildMethod, type LocalPlan, NO_EXCLUSIVE_FIELDS } from './method.js';
-import { MANIFEST_MESSAGES } from './types.js';
+import { MANIFEST_MESSAGES } from '../manifest/types.js';
 
 const PAKETO_BIONIC_BUILDER = /^(.+)\/builder:(base|full|tiny)$/;
 

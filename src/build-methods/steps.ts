@@ -7,17 +7,17 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 
-import type { PushedImageFormat } from '../steps/pushed-image.js';
-import type { OciLayoutFormat } from '../steps/run-step.js';
-import type { BuildSpec } from './build-spec.js';
-import { SCAN_COMMANDS } from '../artifacts/findings.js';
-import { SBOM_COMMANDS } from '../artifacts/sbom-document.js';
+import type { PushedImageFormat } from '../manifest/formats.js';
+import type { OciLayoutFormat } from '../manifest/formats.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
+import { SCAN_COMMANDS } from '../manifest/tool-commands.js';
+import { SBOM_COMMANDS } from '../manifest/tool-commands.js';
 import {
   CLAIR_URL_PLACEHOLDER,
   OUTPUT_PLACEHOLDER,
   type ToolCommand,
-} from '../artifacts/tool-command.js';
-import type { SbomTool, ScanTool } from './types.js';
+} from '../manifest/tool-commands.js';
+import type { SbomTool, ScanTool } from '../manifest/types.js';
 
 /**
  * The steps after the image inside a build's pod (DESIGN.md "Steps after the image",

@@ -7,7 +7,7 @@ import {
   specDigest,
   specOfManifest,
   specOfReference,
-} from '../build-methods/build-spec.js';
+} from '../manifest/build-spec.js';
 import { validateManifestAsync } from '../build-methods/manifest.js';
 import { ForbiddenError, InvalidRequestError, UnavailableError } from '../common/errors.js';
 import { stableJson } from '../common/stable-json.js';

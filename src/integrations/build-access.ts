@@ -1,7 +1,7 @@
-import type { BuildSpec } from '../build-methods/build-spec.js';
-import { pushTargets } from '../build-methods/build-spec.js';
-import type { RegistryType } from '../build-methods/types.js';
-import type { FailureReason } from '../lifecycle/build-state.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
+import { pushTargets } from '../manifest/build-spec.js';
+import type { RegistryType } from '../manifest/types.js';
+import type { FailureReason } from '../manifest/failure-reasons.js';
 import {
   ImageReferenceError,
   repositoryProblem,
@@ -19,7 +19,7 @@ import type {
   RegistrySettingsByType,
   S3RegistrySettings,
 } from '../registries/settings.js';
-import { isSecretReference } from '../secret-managers/reference.js';
+import { isSecretReference } from '../manifest/secret-reference.js';
 import type { Resolution } from '../secret-managers/secret-resolver.js';
 import type { SecretSealer } from '../secrets/secret-sealer.js';
 

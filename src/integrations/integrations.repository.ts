@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type Repository } from 'typeorm';
-import type { RegistryType, SecretManagerType } from '../build-methods/types.js';
+import type { RegistryType, SecretManagerType } from '../manifest/types.js';
 import { TenantRegistryEntity } from './tenant-registry.entity.js';
 import { TenantSecretManagerEntity } from './tenant-secret-manager.entity.js';
 

@@ -4,7 +4,7 @@ import {
   type RegistryType,
   SECRET_MANAGER_TYPES,
   type SecretManagerType,
-} from '../build-methods/types.js';
+} from '../manifest/types.js';
 import { InvalidRequestError, NotFoundError } from '../common/errors.js';
 import type { RegistrySettingsByType } from '../registries/settings.js';
 import type { SecretManagerSettingsByType } from '../secret-managers/settings.js';

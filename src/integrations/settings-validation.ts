@@ -1,8 +1,8 @@
-import { isPlainObject } from '../build-methods/fields.js';
+import { isPlainObject } from '../manifest/fields.js';
 import { carriesCredentials, credentialsInUrlProblem } from '../common/url-credentials.js';
-import type { RegistryType, SecretManagerType } from '../build-methods/types.js';
+import type { RegistryType, SecretManagerType } from '../manifest/types.js';
 import type { RegistrySettingsByType } from '../registries/settings.js';
-import { isSecretReference, parseSecretReference } from '../secret-managers/reference.js';
+import { isSecretReference, parseSecretReference } from '../manifest/secret-reference.js';
 import type { SecretManagerSettingsByType } from '../secret-managers/settings.js';
 
 /**

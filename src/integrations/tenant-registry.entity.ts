@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-import type { RegistryType } from '../build-methods/types.js';
+import type { RegistryType } from '../manifest/types.js';
 
 /** A tenant's settings for one registry type: its address and credential references. */
 @Entity('tenant_registries')

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-import type { SecretManagerType } from '../build-methods/types.js';
+import type { SecretManagerType } from '../manifest/types.js';
 
 /** A tenant's settings for one secret manager: where it is and how kiln logs in; no secret. */
 @Entity('tenant_secret_managers')

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import type { LeaseRecord, LeaseStore } from '../operator/runtime/ports.js';
+import type { LeaseRecord, LeaseStore } from '../cluster/ports.js';
 import { toKubeError } from './errors.js';
 import type { KubeClient } from './kube-client.js';
 

@@ -6,7 +6,7 @@ import type {
   WatchEvent,
   WatchHandle,
   WatchOptions,
-} from '../operator/runtime/ports.js';
+} from '../cluster/ports.js';
 import { KubeApiError, toKubeError } from './errors.js';
 import type { KubeClient } from './kube-client.js';
 

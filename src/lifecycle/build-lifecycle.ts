@@ -1,15 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { ConflictError, NotFoundError } from '../common/errors.js';
 import { withoutCredentials } from '../common/url-credentials.js';
-import type { PushedImages } from '../steps/pushed-image.js';
+import type { PushedImages } from '../manifest/formats.js';
 import type { BuildEntity } from './build.entity.js';
-import {
-  type BuildEvent,
-  type BuildStatus,
-  canRetry,
-  type FailureReason,
-  TRANSITIONS,
-} from './build-state.js';
+import { type BuildEvent, type BuildStatus, canRetry, TRANSITIONS } from './build-state.js';
+import { type FailureReason } from '../manifest/failure-reasons.js';
 import {
   type BuildListQuery,
   type BuildPage,

@@ -5,9 +5,10 @@ import {
   PrimaryGeneratedColumn,
   UpdateDateColumn,
 } from 'typeorm';
-import type { BuildSpec } from '../build-methods/build-spec.js';
-import type { BuildManifest } from '../build-methods/types.js';
-import type { BuildStatus, FailureReason } from './build-state.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
+import type { BuildManifest } from '../manifest/types.js';
+import type { BuildStatus } from './build-state.js';
+import type { FailureReason } from '../manifest/failure-reasons.js';
 
 /**
  * What a build was asked to do, kept verbatim so a retry runs the same thing. The reference form

@@ -2,10 +2,11 @@ import { Injectable, Optional } from '@nestjs/common';
 import { DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { DEFAULT_LIST_EXACT_COUNT_LIMIT, KilnConfig } from '../config/config.js';
 import { STATUS_CHANNEL } from '../database/channels.js';
-import type { BuildSpec } from '../build-methods/build-spec.js';
-import type { PushedImages } from '../steps/pushed-image.js';
+import type { BuildSpec } from '../manifest/build-spec.js';
+import type { PushedImages } from '../manifest/formats.js';
 import { type BuildConfigSnapshot, BuildEntity } from './build.entity.js';
-import type { BuildStatus, FailureReason } from './build-state.js';
+import type { BuildStatus } from './build-state.js';
+import type { FailureReason } from '../manifest/failure-reasons.js';
 
 export interface NewBuild {
   readonly tenantId: string;

@@ -1,12 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import {
-  inspectLine,
-  type BuilderFormat,
-  type LineInsight,
-  type LogLevel,
-} from './builder-output.js';
+import { inspectLine, type LineInsight, type LogLevel } from './builder-output.js';
+import { type BuilderFormat } from '../manifest/formats.js';
 
 const FORMATS: BuilderFormat[] = ['kaniko', 'buildkit', 'buildah', 'docker', 'pack', 'packer'];
 

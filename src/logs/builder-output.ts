@@ -1,5 +1,6 @@
+import type { BuilderFormat } from '../manifest/formats.js';
+
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
-export type BuilderFormat = 'kaniko' | 'buildkit' | 'buildah' | 'docker' | 'pack' | 'packer';
 export interface StepProgress {
   current: number;
   total: number;

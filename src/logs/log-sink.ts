@@ -5,7 +5,8 @@ import { NotFoundError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { type BuilderFormat, inspectLine } from './builder-output.js';
+import { inspectLine } from './builder-output.js';
+import { type BuilderFormat } from '../manifest/formats.js';
 import {
   type AppendResult,
   BuildLogsRepository,

@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../build-methods/job.js';
 import { BuildArtifacts } from '../artifacts/build-artifacts.js';
-import { SBOM_TOOLS, SCAN_TOOLS } from '../build-methods/types.js';
+import { SBOM_TOOLS, SCAN_TOOLS } from '../manifest/types.js';
 import { LOGGER } from '../common/logger.js';
 import { BuildAccess } from '../integrations/build-access.js';
 import { SecretSealer } from '../secrets/secret-sealer.js';

@@ -6,7 +6,7 @@ import {
   credentialsInUrlProblem,
   withoutCredentials,
 } from '../common/url-credentials.js';
-import { isSecretReference, parseSecretReference } from '../secret-managers/reference.js';
+import { isSecretReference, parseSecretReference } from '../manifest/secret-reference.js';
 import type { ProjectEntity } from './project.entity.js';
 import { ProjectsRepository } from './projects.repository.js';
 

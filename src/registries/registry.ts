@@ -1,4 +1,4 @@
-import type { RegistryType } from '../build-methods/types.js';
+import type { RegistryType } from '../manifest/types.js';
 
 /**
  * The port behind which each registry type sits (docs/adr/0022-registries.md). Harbor, Quay and

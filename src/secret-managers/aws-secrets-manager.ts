@@ -6,13 +6,12 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import {
   DEFAULT_RESOLVE_LIMITS,
-  type AwsReference,
   type ResolveLimits,
   type SecretManager,
-  type SecretReference,
   SecretManagerUnavailableError,
   SecretNotFoundError,
 } from './secret-manager.js';
+import { type AwsReference, type SecretReference } from '../manifest/secret-reference.js';
 import type { AwsSecretsManagerSettings } from './settings.js';
 
 /**

@@ -18,14 +18,13 @@ import {
 } from '@azure/identity';
 import { SecretClient, type SecretClientOptions } from '@azure/keyvault-secrets';
 import {
-  type AzureReference,
   DEFAULT_RESOLVE_LIMITS,
   type ResolveLimits,
   type SecretManager,
   SecretManagerUnavailableError,
   SecretNotFoundError,
-  type SecretReference,
 } from './secret-manager.js';
+import { type AzureReference, type SecretReference } from '../manifest/secret-reference.js';
 import type { AzureKeyVaultSettings } from './settings.js';
 import { untilAborted } from './abort.js';
 

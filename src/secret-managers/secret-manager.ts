@@ -1,4 +1,5 @@
-import type { SecretManagerType } from '../build-methods/types.js';
+import type { SecretReference } from '../manifest/secret-reference.js';
+import type { SecretManagerType } from '../manifest/types.js';
 
 /**
  * The port behind which each secret manager sits (docs/adr/0021-secret-references.md). One
@@ -15,38 +16,6 @@ export interface SecretManager {
    * 5xx after the bounded retries, its own credentials refused). `signal` aborts the call.
    */
   resolve(reference: SecretReference, signal?: AbortSignal): Promise<string>;
-}
-
-/** A reference as written (`text`) and read by reference.ts; `manager` selects the adapter. */
-export type SecretReference = VaultReference | AwsReference | AzureReference;
-
-/** `vault:<mount>/data/<path>#<key>`: a key of a KV v2 secret, optionally `?version=N`. */
-export interface VaultReference {
-  readonly manager: 'vault';
-  readonly text: string;
-  /** The KV v2 secrets engine's mount path, e.g. `kv` or `secret/team`. */
-  readonly mount: string;
-  /** The secret's path under the mount (after `/data/`). */
-  readonly path: string;
-  readonly key: string;
-  readonly version?: number;
-}
-
-/** `aws:<secret id or ARN>[#<json key>]`: the SecretString, or one key of it as JSON. */
-export interface AwsReference {
-  readonly manager: 'aws_secretsmanager';
-  readonly text: string;
-  readonly secretId: string;
-  readonly key?: string;
-}
-
-/** `azure:<secret name>[/<version>][#<json key>]`. */
-export interface AzureReference {
-  readonly manager: 'azure_keyvault';
-  readonly text: string;
-  readonly name: string;
-  readonly version?: string;
-  readonly key?: string;
 }
 
 /** How long one call to a manager may take, and how often a transient failure is retried. */

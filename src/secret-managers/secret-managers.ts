@@ -1,4 +1,4 @@
-import type { SecretManagerType } from '../build-methods/types.js';
+import type { SecretManagerType } from '../manifest/types.js';
 import { AwsSecretsManager } from './aws-secrets-manager.js';
 import { AzureKeyVault } from './azure-key-vault.js';
 import {

@@ -1,12 +1,12 @@
 import { withoutCredentials } from '../common/url-credentials.js';
-import type { SecretManagerType } from '../build-methods/types.js';
-import { isSecretReference, parseSecretReference, schemeOf } from './reference.js';
+import type { SecretManagerType } from '../manifest/types.js';
+import { isSecretReference, parseSecretReference, schemeOf } from '../manifest/secret-reference.js';
 import {
   type SecretManager,
   SecretManagerUnavailableError,
   SecretNotFoundError,
-  type SecretReference,
 } from './secret-manager.js';
+import { type SecretReference } from '../manifest/secret-reference.js';
 import type { SecretManagerSettingsByType } from './settings.js';
 
 /** Where a tenant's manager settings come from (IntegrationsService). */

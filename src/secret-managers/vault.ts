@@ -8,9 +8,8 @@ import {
   type SecretManager,
   SecretManagerUnavailableError,
   SecretNotFoundError,
-  type SecretReference,
-  type VaultReference,
 } from './secret-manager.js';
+import { type SecretReference, type VaultReference } from '../manifest/secret-reference.js';
 import { KUBERNETES_SERVICE_ACCOUNT_TOKEN, type VaultSettings } from './settings.js';
 import { untilAborted } from './abort.js';
 

@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { resolveJwtSecret } from '../auth/jwt-secret.js';
+import { resolveSecretSource } from './secret-source.js';
 import { KilnConfig } from '../config/config.js';
 import { SecretSealer } from './secret-sealer.js';
 
@@ -15,7 +15,7 @@ import { SecretSealer } from './secret-sealer.js';
       provide: SecretSealer,
       inject: [KilnConfig],
       useFactory: async (config: KilnConfig) =>
-        new SecretSealer(await resolveJwtSecret(config.secretsKey)),
+        new SecretSealer(await resolveSecretSource(config.secretsKey)),
     },
   ],
   exports: [SecretSealer],

@@ -1,11 +1,11 @@
 import {
   PUSHED_MESSAGE_MAX_BYTES,
-  type PushedImageFormat,
   pushedFromMessage,
   pushedImage,
   pushedImages,
   pushedMessage,
 } from './pushed-image.js';
+import { type PushedImageFormat } from '../manifest/formats.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
 const OTHER = `sha256:${'cd'.repeat(32)}`;

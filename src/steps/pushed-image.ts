@@ -4,20 +4,7 @@
  * one reference `name@sha256:…` that the SBOM and scan steps are run against (the digest, not a
  * tag that may move). Pure: text in, references or problem out.
  */
-export type PushedImageFormat = 'image-ref' | 'buildkit-metadata' | 'cnb-report';
-
-export const PUSHED_IMAGE_FORMATS: readonly PushedImageFormat[] = [
-  'image-ref',
-  'buildkit-metadata',
-  'cnb-report',
-];
-
-/** What one push wrote: the image's digest and each name it was pushed under, with the digest. */
-export interface PushedImages {
-  readonly digest: string;
-  /** `registry/repo:tag@sha256:…` per pushed name, first the one the builder names first. */
-  readonly images: readonly string[];
-}
+import type { PushedImageFormat, PushedImages } from '../manifest/formats.js';
 
 type Read<T> = T | { problem: string };
 

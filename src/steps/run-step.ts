@@ -22,23 +22,19 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { OCI_LAYOUT_FORMATS, type OciLayoutFormat } from '../manifest/formats.js';
 import { ociLayoutDigest, writeLayoutTar } from '../registries/oci-layout.js';
 import { S3ImageStore, s3ImageKey } from '../registries/s3-upload.js';
 import {
-  PUSHED_IMAGE_FORMATS,
   PUSHED_MESSAGE_MAX_BYTES,
-  type PushedImageFormat,
   pushedImages,
   pushedMessage,
   referenceOf,
 } from './pushed-image.js';
+import { PUSHED_IMAGE_FORMATS, type PushedImageFormat } from '../manifest/formats.js';
 
 const KINDS = ['sbom', 'scan'] as const;
 const ATTEMPTS = 4;
-
-/** How a builder leaves an image for S3: an OCI layout tarball, or a layout directory. */
-export const OCI_LAYOUT_FORMATS = ['oci-tar', 'oci-dir'] as const;
-export type OciLayoutFormat = (typeof OCI_LAYOUT_FORMATS)[number];
 
 /** What a step reads of its process: the environment, and where its lines go. */
 export interface StepIo {

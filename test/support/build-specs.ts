@@ -1,10 +1,6 @@
-import {
-  type BuildSpec,
-  type SpecContext,
-  specOfManifest,
-} from '../../src/build-methods/build-spec.js';
+import { type BuildSpec, type SpecContext, specOfManifest } from '../../src/manifest/build-spec.js';
 import { validateManifest } from '../../src/build-methods/manifest.js';
-import type { MethodName } from '../../src/build-methods/types.js';
+import type { MethodName } from '../../src/manifest/types.js';
 
 /** A reference-form spec (the repository's Dockerfile) for tests that create builds directly. */
 export function referenceSpec(overrides: Partial<BuildSpec> = {}): BuildSpec {

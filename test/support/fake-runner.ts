@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { BuildEntity } from '../../src/lifecycle/build.entity.js';
 import { BuildLifecycle } from '../../src/lifecycle/build-lifecycle.js';
-import type { FailureReason } from '../../src/lifecycle/build-state.js';
+import type { FailureReason } from '../../src/manifest/failure-reasons.js';
 import { BuildRunner, type RunnableBuild } from '../../src/runners/build-runner.js';
 
 /**

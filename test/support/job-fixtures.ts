@@ -1,4 +1,4 @@
-import type { BuildSpec, SpecContext } from '../../src/build-methods/build-spec.js';
+import type { BuildSpec, SpecContext } from '../../src/manifest/build-spec.js';
 import { DEFAULT_JOB_SETTINGS, type JobContext } from '../../src/build-methods/job.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { specDigest } from '../../src/build-methods/build-spec.js';
+import { specDigest } from '../../src/manifest/build-spec.js';
 import { createDataSource } from '../../src/database/data-source.js';
 import { BuildLifecycle } from '../../src/lifecycle/build-lifecycle.js';
 import { BuildsRepository, type NewBuild } from '../../src/lifecycle/builds.repository.js';

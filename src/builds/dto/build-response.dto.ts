@@ -1,10 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import {
-  BUILD_STATUSES,
-  type BuildStatus,
-  FAILURE_REASONS,
-  type FailureReason,
-} from '../../lifecycle/build-state.js';
+import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
+import { FAILURE_REASONS, type FailureReason } from '../../manifest/failure-reasons.js';
 
 /** Spec 2.1: the create and retry responses carry this subset. */
 export class BuildSummaryDto {

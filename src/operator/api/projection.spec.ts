@@ -4,7 +4,7 @@ import {
   type MethodConfig,
   type SpecContext,
   specOfReference,
-} from '../../build-methods/build-spec.js';
+} from '../../manifest/build-spec.js';
 import {
   METHOD_NAMES,
   type MethodName,
@@ -12,9 +12,10 @@ import {
   type SbomTool,
   type ScanTool,
   type SecretManagerType,
-} from '../../build-methods/types.js';
+} from '../../manifest/types.js';
 import type { CustomObject } from '../../kubernetes/custom-resources.js';
-import { BUILD_STATUSES, FAILURE_REASONS } from '../../lifecycle/build-state.js';
+import { BUILD_STATUSES } from '../../lifecycle/build-state.js';
+import { FAILURE_REASONS } from '../../manifest/failure-reasons.js';
 import {
   BUILD_FAILURE_REASONS,
   BUILD_RESOURCE_METHODS,

@@ -3,7 +3,7 @@
  * the source; the resource's spec is its projection. A Build applied with kubectl is read back
  * with buildSpecOf. Pure: no I/O, and neither direction shares objects with its input.
  */
-import type { BuildSpec } from '../../build-methods/build-spec.js';
+import type { BuildSpec } from '../../manifest/build-spec.js';
 import {
   BUILD_API_VERSION,
   BUILD_KIND,

@@ -16,7 +16,7 @@ import {
   S3_CREDENTIAL_KEYS,
   type S3UploadTarget,
 } from '../../build-methods/job.js';
-import { specDigest } from '../../build-methods/build-spec.js';
+import { specDigest } from '../../manifest/build-spec.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
 import { ConflictError, NotFoundError } from '../../common/errors.js';

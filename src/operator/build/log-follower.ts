@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { BuilderFormat } from '../../logs/builder-output.js';
+import type { BuilderFormat } from '../../manifest/formats.js';
 import type { LogLineInput } from '../../logs/log-sink.js';
 import { jitteredDelay } from '../runtime/backoff.js';
 

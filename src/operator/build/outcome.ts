@@ -1,12 +1,9 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
 import { BUILDER_CONTAINER } from '../../build-methods/job.js';
 import { STEP_CONTAINERS } from '../../build-methods/steps.js';
-import {
-  type PushedImages,
-  pushedFromMessage,
-  type ReportingStep,
-} from '../../steps/pushed-image.js';
-import type { FailureReason } from '../../lifecycle/build-state.js';
+import { pushedFromMessage, type ReportingStep } from '../../steps/pushed-image.js';
+import { type PushedImages } from '../../manifest/formats.js';
+import type { FailureReason } from '../../manifest/failure-reasons.js';
 import { containerStatusesOf } from './pod-state.js';
 
 /**

@@ -1,5 +1,5 @@
 import { type Informer, objectKey } from './informer.js';
-import type { KubeObjectLike } from './ports.js';
+import type { KubeObjectLike } from '../../cluster/ports.js';
 
 /**
  * A secondary index over an informer's cache (client-go's Indexer): the cached objects that

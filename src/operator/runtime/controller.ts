@@ -1,4 +1,4 @@
-import { describeError, silentLogger, type RuntimeLogger } from './ports.js';
+import { describeError, silentLogger, type RuntimeLogger } from '../../cluster/ports.js';
 import type { WorkQueue } from './work-queue.js';
 
 /** What a reconcile asks for: nothing (done), or to look again after a while. */

@@ -6,7 +6,7 @@ import {
   trimForCache,
   type InformerOptions,
 } from './informer.js';
-import type { ListWatchSource, WatchEvent } from './ports.js';
+import type { ListWatchSource, WatchEvent } from '../../cluster/ports.js';
 import { MemoryListWatch, StatusError } from './testing.js';
 
 interface Thing {

@@ -9,7 +9,7 @@ import {
   type RuntimeLogger,
   type WatchEvent,
   type WatchHandle,
-} from './ports.js';
+} from '../../cluster/ports.js';
 
 /** `namespace/name`, or `name` for a cluster-scoped object: the key of caches and queues. */
 export function objectKey(object: KubeObjectLike): string {

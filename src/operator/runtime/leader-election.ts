@@ -8,7 +8,7 @@ import {
   type LeaseRecord,
   type LeaseStore,
   type RuntimeLogger,
-} from './ports.js';
+} from '../../cluster/ports.js';
 import { abortable, linkSignals } from './signals.js';
 
 export interface LeaderCallbacks {

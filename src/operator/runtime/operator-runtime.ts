@@ -2,7 +2,12 @@ import { systemClock, type Clock } from './clock.js';
 import { Controller, type Reconcile } from './controller.js';
 import { objectKey, type Informer } from './informer.js';
 import type { Elector } from './leader-election.js';
-import { describeError, silentLogger, type KubeObjectLike, type RuntimeLogger } from './ports.js';
+import {
+  describeError,
+  silentLogger,
+  type KubeObjectLike,
+  type RuntimeLogger,
+} from '../../cluster/ports.js';
 import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 
 export interface OperatorRuntimeOptions {

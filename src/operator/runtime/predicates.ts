@@ -1,4 +1,4 @@
-import type { KubeObjectLike } from './ports.js';
+import type { KubeObjectLike } from '../../cluster/ports.js';
 
 /**
  * An update predicate (controller-runtime's word) for `OperatorRuntime.watch`: true when the

@@ -10,7 +10,7 @@ import type {
   WatchEvent,
   WatchHandle,
   WatchOptions,
-} from './ports.js';
+} from '../../cluster/ports.js';
 
 /** An error as an adapter throws it: a message and the HTTP status. */
 export class StatusError extends Error {

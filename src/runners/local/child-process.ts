@@ -3,7 +3,7 @@ import { closeSync, fstatSync, openSync, read, unlinkSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { LineSplitter } from '../../logs/line-splitter.js';
 import type { LogLineInput } from '../../logs/log-sink.js';
-import type { BuilderFormat } from '../../logs/builder-output.js';
+import type { BuilderFormat } from '../../manifest/formats.js';
 
 export interface ChildOptions {
   readonly cwd?: string;

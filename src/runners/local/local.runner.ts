@@ -1,4 +1,4 @@
-import { IMAGE_PLACEHOLDER } from '../../artifacts/tool-command.js';
+import { IMAGE_PLACEHOLDER } from '../../manifest/tool-commands.js';
 import { GIT_CREDENTIAL_HELPER } from '../../build-methods/job.js';
 import {
   BuildAccess,
@@ -29,7 +29,7 @@ import {
   type ReceivedBody,
   scanPolicyOf,
 } from '../../artifacts/build-artifacts.js';
-import { pushTargets } from '../../build-methods/build-spec.js';
+import { pushTargets } from '../../manifest/build-spec.js';
 import type { LocalPlan } from '../../build-methods/method.js';
 import { localPlanOf } from '../../build-methods/methods.js';
 import { sbomTool, scanTool, type StepSettings, type StepTool } from '../../build-methods/steps.js';
@@ -39,10 +39,11 @@ import { withoutCredentials } from '../../common/url-credentials.js';
 import { LOGGER } from '../../common/logger.js';
 import { KilnConfig } from '../../config/config.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
-import type { FailureReason } from '../../lifecycle/build-state.js';
-import type { BuilderFormat } from '../../logs/builder-output.js';
+import type { FailureReason } from '../../manifest/failure-reasons.js';
+import type { BuilderFormat } from '../../manifest/formats.js';
 import { LogSink } from '../../logs/log-sink.js';
-import { type PushedImages, pushedImages, referenceOf } from '../../steps/pushed-image.js';
+import { pushedImages, referenceOf } from '../../steps/pushed-image.js';
+import { type PushedImages } from '../../manifest/formats.js';
 import { BuildRunner, type RunnableBuild } from '../build-runner.js';
 import { packArgs, packerArgs, toolOf } from './build-plan.js';
 import { type ChildTool, childEnvironment } from './child-env.js';
