@@ -127,6 +127,8 @@ const FLOORS = {
 };
 // Single files a folder may import from a folder above it: a repository, not its routes.
 const ALSO = {
+  // The one helper that prints a URL without its credentials: a leaf, importing nothing.
+  config: ['common/url-credentials\\.ts$'],
   // Project git credentials, without the projects routes (the operator role has none).
   integrations: ['projects/projects\\.repository\\.ts$', 'projects/project\\.entity\\.ts$'],
 };

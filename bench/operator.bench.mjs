@@ -381,7 +381,7 @@ async function jobs(bench, kiln, tenancy, { double }) {
       `  … from the first start to the last Job: ${shapes(window)}; ${int(afterSettle)} once quiet`,
     );
     // What one build costs the machine, against what one baseline Job costs the double: with
-    // every core busy, this caps kiln's rate whatever its own code does (README, Benchmarks).
+    // every core busy, this caps kiln's rate whatever its own code does (docs/benchmarks.md).
     const perBuildMs = (ms) => (ms / n).toFixed(1);
     const machineMs = (busy.kiln + busy.postgres + busy.self) / n;
     const cores = cpus().length;

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 
 import type { V1Container, V1Job, V1PodSpec, V1SecurityContext } from '@kubernetes/client-node';
@@ -59,7 +61,8 @@ import {
  * checked without an admission controller): every Job a method renders is admitted at the Pod
  * Security level its file documents (`POD_SECURITY_LEVEL`), keeps the POD-01 hardening, and no
  * manifest can change its service account, privileges, host namespaces, volumes or namespace.
- * The README's "Pod Security per build method" table states the same levels.
+ * The table "Pod Security per build method" in docs/install-kubernetes.md states the same levels
+ * (checked below).
  */
 
 type VolumeType = 'emptyDir' | 'configMap' | 'secret';
@@ -599,6 +602,16 @@ describe('Pod security per build method (POD-01, POD-02)', () => {
       paketo: 'restricted',
       packer: 'restricted',
     });
+  });
+
+  it('states the same level per method in the install guide’s table', () => {
+    const guide = readFileSync(join(__dirname, '..', 'docs', 'install-kubernetes.md'), 'utf8');
+    const table = guide.slice(guide.indexOf('| Method '));
+    const stated = Object.fromEntries(
+      [...table.matchAll(/^\| `([a-z]+)`[^|]*\|[^|]*\| (\w+) +\|/gm)].map((m) => [m[1]!, m[2]!]),
+    );
+
+    expect(stated).toEqual(Object.fromEntries(METHOD_NAMES.map((m) => [m, PROFILES[m].level])));
   });
 
   it('renders a Job of every method with the steps off and on, with step containers wherever an image is pushed', () => {

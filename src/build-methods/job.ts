@@ -237,7 +237,7 @@ export interface JobPlan {
 
 /**
  * The Pod Security Standards level a method's build namespace must allow (reliability.md §3.8):
- * each method file exports its own `POD_SECURITY_LEVEL`, with the reason, for the README's table
+ * each method file exports its own `POD_SECURITY_LEVEL`, with the reason, for the table in docs/install-kubernetes.md
  * and the PSA tests.
  */
 export type PodSecurityLevel = 'restricted' | 'baseline' | 'privileged';

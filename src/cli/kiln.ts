@@ -35,7 +35,7 @@ Commands:
   secret-manager set --tenant <id|name> --type <vault|aws_secretsmanager|azure_keyvault>
                      --settings-file <file.json|->
                                                    Set where a tenant's secret manager is and how
-                                                   kiln authenticates to it (README: Secret managers).
+                                                   kiln authenticates to it (docs/secret-managers-and-registries.md).
   secret-manager list|remove --tenant <id|name> [--type <type>]
   registry set --tenant <id|name> --type <harbor|quay|artifactory|s3> --settings-file <file.json|->
                                                    Set a tenant's registry: its address and the

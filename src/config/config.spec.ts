@@ -207,6 +207,29 @@ describe(loadConfig.name, () => {
     ).toEqual(['KILN_JWT_SECRET']);
   });
 
+  it('refuses URLs with credentials, a password alone included, and quotes them without', () => {
+    const refused = (env: Record<string, string>) => {
+      try {
+        loadConfig(env, cwd, home);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error('expected a ConfigError');
+    };
+
+    const message = refused({
+      KILN_UPLOAD_URL: 'http://:s3cret-pass@kiln.example.com',
+      KILN_CLAIR_URL: 'https://user:s3cret-pass@clair.example.com',
+    });
+
+    expect(message).toContain(
+      'KILN_UPLOAD_URL: an http(s) URL without credentials, got "http://kiln.example.com" (its credentials left out)',
+    );
+    expect(message).toContain('KILN_CLAIR_URL: an http(s) URL without credentials');
+    expect(message).not.toContain('s3cret-pass');
+    expect(message).toContain('docs/configuration.md');
+  });
+
   it('treats blank values as unset', () => {
     expect(loadConfig({ PORT: '  ', KILN_ROLE: '' }, cwd, home)).toMatchObject({
       port: 8080,

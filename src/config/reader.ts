@@ -1,3 +1,5 @@
+import { withoutCredentials } from '../common/url-credentials.js';
+
 export type Env = Readonly<Record<string, string | undefined>>;
 
 export class ConfigError extends Error {
@@ -6,7 +8,7 @@ export class ConfigError extends Error {
       [
         'kiln: invalid configuration:',
         ...problems.map((p) => `  ${p.variable}: ${p.expected}`),
-        'See the Configuration table in README.md.',
+        'See the configuration reference in docs/configuration.md.',
       ].join('\n'),
     );
     this.name = 'ConfigError';
@@ -23,11 +25,16 @@ export class EnvReader {
 
   constructor(readonly env: Env) {}
 
-  /** Reports a problem; `got`, when given, is quoted after what was expected. */
+  /**
+   * Reports a problem; `got`, when given, is quoted after what was expected, any URL in it without
+   * its credentials (the message is printed).
+   */
   bad(variable: string, expected: string, got?: string): undefined {
+    const shown = got === undefined ? undefined : withoutCredentials(got);
+    const left = shown === got ? '' : ' (its credentials left out)';
     this.problems.push({
       variable,
-      expected: got === undefined ? expected : `${expected}, got ${JSON.stringify(got)}`,
+      expected: shown === undefined ? expected : `${expected}, got ${JSON.stringify(shown)}${left}`,
     });
     return undefined;
   }
@@ -62,7 +69,8 @@ export class EnvReader {
     if (raw === undefined) return undefined;
     try {
       const url = new URL(raw);
-      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.username === '') {
+      const credentials = url.username !== '' || url.password !== '';
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && !credentials) {
         return raw.replace(/\/+$/, '');
       }
     } catch {
