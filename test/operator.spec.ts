@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { GIT_IMAGE, KANIKO_IMAGE } from '../src/build-methods/images.js';
 import { DEFAULT_JOB_SETTINGS } from '../src/build-methods/job.js';
 import { BUILD_METHODS } from '../src/build-methods/methods.js';
-import { LOGS_FINALIZER } from '../src/operator/build/build-reconciler.js';
+import { LOGS_FINALIZER } from '../src/operator/builds/build-reconciler.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';

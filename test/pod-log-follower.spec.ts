@@ -11,8 +11,8 @@ import {
   type FollowOutcome,
   type LogFollowerDeps,
   type LogFollowerOptions,
-} from '../src/operator/build/log-follower.js';
-import { containerStates, containersInOrder } from '../src/operator/build/pod-state.js';
+} from '../src/operator/builds/log-follower.js';
+import { containerStates, containersInOrder } from '../src/operator/builds/pod-state.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
 import { KubeApiServer } from './support/kube/api-server.js';

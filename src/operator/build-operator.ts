@@ -32,8 +32,8 @@ import {
   KILN_LABELS,
   MANAGED_BY_KILN,
 } from './api/build-resource.js';
-import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './build/build-reconciler.js';
-import { podChanged } from './build/pod-state.js';
+import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './builds/build-reconciler.js';
+import { podChanged } from './builds/pod-state.js';
 import { CacheIndex } from './runtime/cache-index.js';
 import { Informer, trimForCache } from './runtime/informer.js';
 import { type Elector, type LeaderCallbacks, LeaderElector } from './runtime/leader-election.js';

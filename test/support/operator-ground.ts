@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { KANIKO_IMAGE } from '../../src/build-methods/images.js';
 import { STATUS_CHANNEL } from '../../src/database/channels.js';
-import { LOGS_FINALIZER } from '../../src/operator/build/build-reconciler.js';
+import { LOGS_FINALIZER } from '../../src/operator/builds/build-reconciler.js';
 import { BuildOperator } from '../../src/operator/build-operator.js';
 import type { OperatorRuntime } from '../../src/operator/runtime/operator-runtime.js';
 import { type Seeded, seedTenancy, tokenFor } from './auth.js';
