@@ -77,7 +77,7 @@ describe('database round trips of an authorized request', () => {
     const statements = await getBuild();
 
     expect(statements).toHaveLength(1);
-    expect(statements[0]).toMatch(/^SELECT .* FROM "builds"/s);
+    expect(statements[0]).toMatch(/^SELECT .* FROM builds WHERE id = \$1 AND tenant_id = \$2$/s);
   });
 
   it('reads the user’s access first when the cache is cold', async () => {

@@ -1,5 +1,5 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
+import { DataSource, type Repository } from 'typeorm';
 import { DEFAULT_LIST_EXACT_COUNT_LIMIT, KilnConfig } from '../config/config.js';
 import { STATUS_CHANNEL } from '../database/channels.js';
 import type { BuildSpec } from '../manifest/build-spec.js';
@@ -174,16 +174,22 @@ export class BuildsRepository {
   }
 
   async findInTenant(tenantId: string, id: string): Promise<BuildEntity | undefined> {
-    return (await this.builds.findOneBy({ tenantId, id })) ?? undefined;
+    return this.one(`SELECT ${BUILD_COLUMNS} FROM builds WHERE id = $1 AND tenant_id = $2`, [
+      id,
+      tenantId,
+    ]);
   }
 
   /** For runners and the operator, which act on a build id without a request's tenant. */
   async findById(id: string): Promise<BuildEntity | undefined> {
-    return (await this.builds.findOneBy({ id })) ?? undefined;
+    return this.one(`SELECT ${BUILD_COLUMNS} FROM builds WHERE id = $1`, [id]);
   }
 
   async findByIdempotencyKey(tenantId: string, key: string): Promise<BuildEntity | undefined> {
-    return (await this.builds.findOneBy({ tenantId, idempotencyKey: key })) ?? undefined;
+    return this.one(
+      `SELECT ${BUILD_COLUMNS} FROM builds WHERE tenant_id = $1 AND idempotency_key = $2`,
+      [tenantId, key],
+    );
   }
 
   /** The queued or running build of the project that a new one with this digest would repeat. */
@@ -241,39 +247,22 @@ export class BuildsRepository {
    */
   async list(query: BuildListQuery): Promise<BuildPage> {
     const order = query.sortOrder === 'asc' ? 'ASC' : 'DESC';
-    const page = this.matching(query).orderBy(SORT_COLUMNS[query.sortBy], order);
+    const { where, params } = matching(query);
     // One project's builds by number: numbers do not tie within a project, and the unique
     // (tenant_id, project_id, build_number) key, which has no id to order by, is the index.
     const oneProjectByNumber =
       query.sortBy === 'build_number' &&
       query.projectId !== undefined &&
       query.status === undefined;
-    if (!oneProjectByNumber) page.addOrderBy('b.id', order);
-    const rows = await page
-      .offset(query.offset)
-      .limit(query.limit + 1)
-      .getMany();
+    const orderBy = `${SORT_COLUMNS[query.sortBy]} ${order}${oneProjectByNumber ? '' : `, b.id ${order}`}`;
+    const rows = await this.dataSource.query<BuildRow[]>(
+      `SELECT ${BUILD_COLUMNS} FROM builds b WHERE ${where} ORDER BY ${orderBy}
+        LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, query.limit + 1, query.offset],
+    );
     const hasMore = rows.length > query.limit;
-    const builds = rows.slice(0, query.limit);
+    const builds = rows.slice(0, query.limit).map(buildOf);
     return { builds, hasMore, total: await this.total(query, builds.length, hasMore) };
-  }
-
-  /** The builds the query's filters select, unordered. */
-  private matching(query: BuildListQuery): SelectQueryBuilder<BuildEntity> {
-    const qb = this.builds.createQueryBuilder('b').where('b.tenant_id = :tenantId', {
-      tenantId: query.tenantId,
-    });
-    if (query.status !== undefined) qb.andWhere('b.status = :status', { status: query.status });
-    if (query.projectId !== undefined) {
-      qb.andWhere('b.project_id = :projectId', { projectId: query.projectId });
-      // Another tenant's project matches nothing. The planner takes every project to be in the
-      // tenant asked for and may read the tenant's builds looking for it; this check, made once
-      // before the scan, ends such a read before it starts.
-      qb.andWhere(
-        'EXISTS (SELECT 1 FROM projects p WHERE p.id = :projectId AND p.tenant_id = :tenantId)',
-      );
-    }
-    return qb;
   }
 
   /**
@@ -295,21 +284,28 @@ export class BuildsRepository {
 
   /** How many builds match, counting no further than `cap`. */
   private async countUpTo(query: BuildListQuery, cap: number): Promise<number> {
-    const [sql, parameters] = this.matching(query).select('1').limit(cap).getQueryAndParameters();
+    const { where, params } = matching(query);
     const [row] = await this.dataSource.query<Array<{ n: number }>>(
-      `SELECT count(*)::int AS n FROM (${sql}) AS capped`,
-      parameters,
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM builds b WHERE ${where}
+         LIMIT $${params.length + 1}) AS capped`,
+      [...params, cap],
     );
     return row?.n ?? 0;
   }
 
   /** The planner's estimate of how many builds match, from the table's statistics. */
   private async estimate(query: BuildListQuery): Promise<number> {
-    const [sql, parameters] = this.matching(query).select('1').getQueryAndParameters();
+    const { where, params } = matching(query);
     const [row] = await this.dataSource.query<
       Array<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>
-    >(`EXPLAIN (FORMAT JSON) ${sql}`, parameters);
+    >(`EXPLAIN (FORMAT JSON) SELECT 1 FROM builds b WHERE ${where}`, params);
     return Math.round(row?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? 0);
+  }
+
+  /** The one build a SELECT of BUILD_COLUMNS found, if it found one. */
+  private async one(sql: string, params: unknown[]): Promise<BuildEntity | undefined> {
+    const [row] = await this.dataSource.query<BuildRow[]>(sql, params);
+    return row === undefined ? undefined : buildOf(row);
   }
 
   /**
@@ -356,12 +352,12 @@ export class BuildsRepository {
     }
     params.push(STATUS_CHANNEL);
     // The change and its announcement (for live log streams) in one statement.
-    const rows = await this.dataSource.query<Array<{ id: string }>>(
-      `WITH changed AS (UPDATE builds SET ${sets.join(', ')} WHERE ${where} RETURNING id, status)
-       SELECT id, pg_notify($${params.length}, id || ':' || status) FROM changed`,
+    const [row] = await this.dataSource.query<BuildRow[]>(
+      `WITH changed AS (UPDATE builds SET ${sets.join(', ')} WHERE ${where} RETURNING *)
+       SELECT ${BUILD_COLUMNS}, pg_notify($${params.length}, id || ':' || status) FROM changed`,
       params,
     );
-    return rows.length === 0 ? undefined : this.findById(id);
+    return row === undefined ? undefined : buildOf(row);
   }
 
   /** Records the runner's step count; only while the build runs. */
@@ -409,4 +405,76 @@ export class BuildsRepository {
     const ms = rows[0]?.ms;
     return ms === null || ms === undefined ? undefined : Number(ms);
   }
+}
+
+/**
+ * The builds the query's filters select (alias `b`), as SQL and its parameters ($1 the tenant).
+ * Another tenant's project matches nothing: the planner takes every project to be in the tenant
+ * asked for and may read the tenant's builds looking for it; the EXISTS check, made once before
+ * the scan, ends such a read before it starts.
+ */
+function matching(query: BuildListQuery): { where: string; params: unknown[] } {
+  const params: unknown[] = [query.tenantId];
+  let where = 'b.tenant_id = $1';
+  if (query.status !== undefined) {
+    params.push(query.status);
+    where += ` AND b.status = $${params.length}`;
+  }
+  if (query.projectId !== undefined) {
+    params.push(query.projectId);
+    const project = `$${params.length}`;
+    where += ` AND b.project_id = ${project}
+      AND EXISTS (SELECT 1 FROM projects p WHERE p.id = ${project} AND p.tenant_id = $1)`;
+  }
+  return { where, params };
+}
+
+/**
+ * The columns of builds as BuildEntity names them, for the reads that skip TypeORM's query
+ * builder and entity hydration (the hot paths: a build, a page of builds, a transition).
+ */
+const BUILD_FIELDS = {
+  id: 'id',
+  tenant_id: 'tenantId',
+  project_id: 'projectId',
+  build_number: 'buildNumber',
+  status: 'status',
+  git_branch: 'gitBranch',
+  git_commit: 'gitCommit',
+  git_author_name: 'gitAuthorName',
+  git_author_email: 'gitAuthorEmail',
+  method: 'method',
+  config: 'config',
+  spec: 'spec',
+  error_message: 'errorMessage',
+  failure_reason: 'failureReason',
+  cancel_reason: 'cancelReason',
+  retry_of: 'retryOf',
+  progress_current: 'progressCurrent',
+  progress_total: 'progressTotal',
+  runner_ref: 'runnerRef',
+  idempotency_key: 'idempotencyKey',
+  request_hash: 'requestHash',
+  spec_digest: 'specDigest',
+  created_by: 'createdBy',
+  image_digest: 'imageDigest',
+  images: 'images',
+  started_at: 'startedAt',
+  completed_at: 'completedAt',
+  created_at: 'createdAt',
+  updated_at: 'updatedAt',
+} as const satisfies Record<string, keyof BuildEntity>;
+
+const BUILD_COLUMNS = Object.keys(BUILD_FIELDS).join(', ');
+
+type BuildRow = Record<keyof typeof BUILD_FIELDS, unknown>;
+
+/** A row of BUILD_COLUMNS as the entity (pg has already parsed timestamps, integers and jsonb). */
+function buildOf(row: BuildRow): BuildEntity {
+  const build = new BuildEntity();
+  const fields = build as unknown as Record<string, unknown>;
+  for (const [column, field] of Object.entries(BUILD_FIELDS)) {
+    fields[field] = row[column as keyof BuildRow];
+  }
+  return build;
 }
