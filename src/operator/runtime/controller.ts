@@ -8,8 +8,21 @@ export interface ReconcileResult {
 }
 
 /**
+ * A failure that trying again cannot mend (an invalid spec, a refused access), as
+ * controller-runtime's TerminalError: the Controller logs it and does not requeue the key. A
+ * reconciler that can say so in the object's status catches it and writes that first; one that
+ * escapes is still not retried. Any other error is taken for transient and requeued with backoff.
+ */
+export class TerminalError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TerminalError';
+  }
+}
+
+/**
  * Brings the world in line with the desired state for one key. Resolving means success; throwing
- * means "try again with backoff". `signal` aborts when this process must stop acting (it lost
+ * means "try again with backoff", unless it is a TerminalError. `signal` aborts when this process must stop acting (it lost
  * the lease, or it is shutting down): stop at the next await and write nothing more.
  */
 export type Reconcile = (key: string, signal: AbortSignal) => Promise<ReconcileResult | void>;
@@ -23,7 +36,8 @@ export interface ControllerOptions {
 
 /**
  * Runs `reconcile` for the keys of a work queue on N workers: an error requeues the key with its
- * backoff, `requeueAfterMs` requeues it after that delay, success forgets its backoff.
+ * backoff (a TerminalError does not), `requeueAfterMs` requeues it after that delay, success
+ * forgets its backoff.
  */
 export class Controller {
   private readonly aborter = new AbortController();
@@ -87,6 +101,14 @@ export class Controller {
         if (after !== undefined && after > 0) this.queue.addAfter(key, after);
       } catch (error) {
         if (this.aborter.signal.aborted) continue;
+        if (error instanceof TerminalError) {
+          this.queue.forget(key);
+          this.logger.error(
+            { controller: this.name, key, ...describeError(error) },
+            'reconcile failed for good; not retried',
+          );
+          continue;
+        }
         this.queue.addRateLimited(key);
         this.logger.warn(
           {

@@ -90,6 +90,21 @@ describe(OperatorRuntime.name, () => {
     await runtime.stop();
   });
 
+  it('reconciles a key handed to enqueue() while it leads, and ignores one handed over before', async () => {
+    const { clock, runtime } = setup(() => Promise.resolve());
+    runtime.enqueue('ns/early');
+    runtime.start();
+    await clock.advance(1000);
+    expect(runtime.isRunning).toBe(true);
+
+    runtime.enqueue('ns/woken');
+    await clock.flush();
+
+    expect(runtime.reconcileCount('ns/woken')).toBe(1);
+    expect(runtime.reconcileCount('ns/early')).toBe(0);
+    await runtime.stop();
+  });
+
   it('reconciles an update once, and not at all when `changed` finds nothing worth it', async () => {
     const clock = new FakeClock();
     const source = new MemoryListWatch<Obj & { note?: string; spec?: string }>();

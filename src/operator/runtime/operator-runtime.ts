@@ -74,12 +74,12 @@ export class OperatorRuntime {
     if (this.started) throw new Error('OperatorRuntime: add informers before start()');
     const changed = options.changed ?? (() => true);
     informer.addHandler({
-      onAdd: (object) => this.enqueue(toKeys(object)),
+      onAdd: (object) => this.enqueueAll(toKeys(object)),
       onUpdate: (before, after) => {
         if (before !== after && !changed(before, after)) return;
-        this.enqueue(new Set([...toKeys(before), ...toKeys(after)]));
+        this.enqueueAll(new Set([...toKeys(before), ...toKeys(after)]));
       },
-      onDelete: (object) => this.enqueue(toKeys(object)),
+      onDelete: (object) => this.enqueueAll(toKeys(object)),
     });
     this.sources.push({
       informer,
@@ -112,6 +112,14 @@ export class OperatorRuntime {
   /** The current term's queue (undefined while not running). */
   get queue(): WorkQueue | undefined {
     return this.controller?.queue;
+  }
+
+  /**
+   * Queues `key` for a reconcile while this process leads (a no-op otherwise): for a reconciler
+   * whose wait ended on something no informer watches, such as a log stream read to its end.
+   */
+  enqueue(key: string): void {
+    this.enqueueAll([key]);
   }
 
   /** Starts the informers and the election; returns without waiting for leadership. */
@@ -168,7 +176,7 @@ export class OperatorRuntime {
       ...(this.options.workers !== undefined ? { workers: this.options.workers } : {}),
     });
     this.controller = controller;
-    for (const source of this.sources) this.enqueue(source.allKeys());
+    for (const source of this.sources) this.enqueueAll(source.allKeys());
     const stopped = new Promise<void>((resolve) =>
       signal.addEventListener(
         'abort',
@@ -188,7 +196,7 @@ export class OperatorRuntime {
     return this.options.reconcile(key, signal);
   }
 
-  private enqueue(keys: Iterable<string>): void {
+  private enqueueAll(keys: Iterable<string>): void {
     const queue = this.controller?.queue;
     if (!queue) return;
     for (const key of keys) queue.add(key);

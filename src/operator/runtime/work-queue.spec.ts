@@ -1,5 +1,6 @@
 import { FakeClock } from './clock.js';
-import { Controller, type Reconcile } from './controller.js';
+import { silentLogger } from '../../cluster/ports.js';
+import { Controller, type Reconcile, TerminalError } from './controller.js';
 import { WorkQueue } from './work-queue.js';
 
 /** A promise with its resolve, to hold a reconcile open until the test lets it go. */
@@ -172,6 +173,30 @@ describe(Controller.name, () => {
     expect(attempts).toEqual([0, 5, 15, 35, 75]);
     expect(queue.numRequeues('ns/a')).toBe(0);
     expect(queue.delayedCount).toBe(0);
+    await controller.stop();
+  });
+
+  it('does not requeue a key whose reconcile failed with a TerminalError, and logs it', async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue({ clock, backoffBaseMs: 5 });
+    const logged: string[] = [];
+    const logger = {
+      ...silentLogger,
+      error: (_: unknown, message: string) => logged.push(message),
+    };
+    const controller = new Controller(queue, { workers: 1, logger });
+    let attempts = 0;
+    void controller.run(() => {
+      attempts++;
+      return Promise.reject(new TerminalError('the spec names no method kiln knows'));
+    });
+    queue.add('ns/a');
+    await clock.advance(60_000);
+
+    expect(attempts).toBe(1);
+    expect(queue.delayedCount).toBe(0);
+    expect(queue.numRequeues('ns/a')).toBe(0);
+    expect(logged).toEqual(['reconcile failed for good; not retried']);
     await controller.stop();
   });
 
