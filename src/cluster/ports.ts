@@ -1,6 +1,7 @@
 // The edges of the operator runtime towards a cluster, in plain TypeScript: src/kubernetes/
 // implements them with @kubernetes/client-node, src/operator/runtime/ uses them, and unit tests
-// give it the in-memory fakes of src/operator/runtime/testing.ts. Below both, importing nothing.
+// give it the in-memory fakes of test/support/operator-runtime-fakes.ts. Below both, importing
+// nothing.
 
 /** The identity every Kubernetes object has; the runtime reads nothing else of an object. */
 export interface KubeObjectLike {

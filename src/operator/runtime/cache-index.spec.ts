@@ -1,7 +1,7 @@
 import { CacheIndex } from './cache-index.js';
 import { FakeClock } from './clock.js';
 import { Informer } from './informer.js';
-import { MemoryListWatch } from './testing.js';
+import { MemoryListWatch } from '../../../test/support/operator-runtime-fakes.js';
 
 interface Pod {
   metadata: { name: string; namespace: string; labels?: Record<string, string> };

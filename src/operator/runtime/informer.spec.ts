@@ -7,7 +7,7 @@ import {
   type InformerOptions,
 } from './informer.js';
 import type { ListWatchSource, WatchEvent } from '../../cluster/ports.js';
-import { MemoryListWatch, StatusError } from './testing.js';
+import { MemoryListWatch, StatusError } from '../../../test/support/operator-runtime-fakes.js';
 
 interface Thing {
   metadata: { name: string; namespace?: string; resourceVersion?: string };

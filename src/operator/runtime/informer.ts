@@ -18,11 +18,6 @@ export function objectKey(object: KubeObjectLike): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-export function splitKey(key: string): { namespace?: string; name: string } {
-  const slash = key.indexOf('/');
-  return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
-
 /**
  * What an informer tells its handlers. A periodic resync calls `onUpdate(object, object)` for
  * every cached object. After a relist, objects that vanished get `onDelete` with the last state

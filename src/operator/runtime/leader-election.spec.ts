@@ -1,6 +1,9 @@
 import { FakeClock } from './clock.js';
 import { LeaderElector, type LeaderElectorOptions } from './leader-election.js';
-import { MemoryLeaseStore, type MemoryLeaseClient } from './testing.js';
+import {
+  MemoryLeaseStore,
+  type MemoryLeaseClient,
+} from '../../../test/support/operator-runtime-fakes.js';
 
 const NS = 'kiln';
 const NAME = 'kiln-operator';

@@ -3,7 +3,7 @@ import type { Reconcile } from './controller.js';
 import { Informer } from './informer.js';
 import { LeaderElector } from './leader-election.js';
 import { OperatorRuntime } from './operator-runtime.js';
-import { MemoryLeaseStore, MemoryListWatch } from './testing.js';
+import { MemoryLeaseStore, MemoryListWatch } from '../../../test/support/operator-runtime-fakes.js';
 
 interface Obj {
   metadata: { name: string; namespace?: string; resourceVersion?: string };

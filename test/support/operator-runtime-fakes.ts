@@ -1,6 +1,7 @@
-// In-memory stand-ins for the runtime's ports, for unit tests here and in operator/build/.
-// They keep the API server's rules that the runtime relies on (resourceVersions, 410 Gone past
-// the history, 409 on stale writes) and hand out copies, as a server would.
+// In-memory stand-ins for the operator runtime's ports (src/cluster/ports.ts), for the unit tests
+// of src/operator/runtime/. They keep the API server's rules that the runtime relies on
+// (resourceVersions, 410 Gone past the history, 409 on stale writes) and hand out copies, as a
+// server would. They live under test/ so that they are not compiled into dist/.
 import type {
   KubeObjectLike,
   LeaseRecord,
@@ -10,7 +11,7 @@ import type {
   WatchEvent,
   WatchHandle,
   WatchOptions,
-} from '../../cluster/ports.js';
+} from '../../src/cluster/ports.js';
 
 /** An error as an adapter throws it: a message and the HTTP status. */
 export class StatusError extends Error {
