@@ -20,11 +20,10 @@ import {
 import type { SbomTool, ScanTool } from '../manifest/types.js';
 
 /**
- * The steps after the image inside a build's pod (DESIGN.md "Steps after the image",
- * docs/adr/0019-build-steps-and-artifacts.md). Pure, like every method's jobSpec: `jobOf` asks
- * `stepsOf` for them once the method's builder is known. In order, as init containers after the
- * builder (init containers run one after another, and a later one starts only when the one before
- * it succeeded):
+ * The steps after the image inside a build's pod (docs/adr/0019-build-steps-and-artifacts.md).
+ * Pure, like every method's jobSpec: `jobOf` asks `stepsOf` for them once the method's builder is
+ * known. In order, as init containers after the builder (init containers run one after another,
+ * and a later one starts only when the one before it succeeded):
  *
  * 1. `image-ref` (kiln's image): reads what the builder wrote about the image it pushed and writes
  *    `name@sha256:…` to OUT_DIR/image, and the digest with every pushed reference to its
@@ -173,8 +172,8 @@ function insecure(tool: Tool, step: StepTool): StepTool {
 }
 
 /**
- * The SBOM tool's command (SBOM_COMMANDS, builders.md §2.6). `out` is where the document goes:
- * the pod's shared directory, or a local build's own directory.
+ * The SBOM tool's command (SBOM_COMMANDS). `out` is where the document goes: the pod's shared
+ * directory, or a local build's own directory.
  */
 export function sbomTool(
   tool: SbomTool,
@@ -185,7 +184,7 @@ export function sbomTool(
   return insecureRegistry ? insecure(tool, step) : step;
 }
 
-/** The scanner's command in a build's pod (SCAN_COMMANDS, builders.md §2.7), or why it cannot run. */
+/** The scanner's command in a build's pod (SCAN_COMMANDS), or why it cannot run. */
 export function scanTool(
   tool: ScanTool,
   insecureRegistry: boolean,
@@ -351,41 +350,17 @@ function kilnStep(
   };
 }
 
-/** The steps of a build whose builder pushes an image (see the module comment). */
-export function stepsOf(inputs: StepInputs): StepsPlan {
-  const { spec, settings } = inputs;
-  if (inputs.ociLayout !== undefined) return s3Steps(inputs, inputs.ociLayout);
-  const what = toolsNamed(spec);
-  if (what === undefined) return { kind: 'none', notes: [] };
-  const kilnImage = settings.kilnImage;
-  if (kilnImage === undefined || settings.uploadUrl === undefined) {
-    return {
-      kind: 'none',
-      notes: [
-        `the ${what} steps are off: the operator has no ${kilnImage === undefined ? 'KILN_STEP_IMAGE' : 'KILN_UPLOAD_URL'}`,
-      ],
-    };
-  }
-  if (inputs.pushed === undefined) {
-    return {
-      kind: 'none',
-      notes: [`the ${what} steps are skipped: this build pushes no image to describe or scan`],
-    };
-  }
-  if (inputs.buildSecretName === undefined) {
-    return { kind: 'none', notes: [`the ${what} steps are off: the build has no Secret`] };
-  }
-  const notes: string[] = [];
-  const pushed = inputs.pushed;
-  const insecure = inputs.insecureRegistries.length > 0;
-  const toolStep = (
-    name: 'sbom' | 'scan',
-    label: string,
-    which: Tool,
-    image: string,
-    tool: StepTool,
-    extraEnv: V1EnvVar[],
-  ): V1Container => ({
+/** The SBOM or scan step: the tool in its own image, run by STEP_SCRIPT. */
+function toolStep(
+  inputs: StepInputs,
+  name: 'sbom' | 'scan',
+  label: string,
+  which: Tool,
+  image: string,
+  tool: StepTool,
+  extraEnv: V1EnvVar[],
+): V1Container {
+  return {
     name,
     image,
     imagePullPolicy: inputs.imagePullPolicy,
@@ -417,8 +392,36 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
             { name: inputs.credentialsSecretVolume, mountPath: STEP_DOCKER_CONFIG, readOnly: true },
           ]),
     ],
-  });
+  };
+}
 
+/** The steps of a build whose builder pushes an image (see the module comment). */
+export function stepsOf(inputs: StepInputs): StepsPlan {
+  const { spec, settings } = inputs;
+  if (inputs.ociLayout !== undefined) return s3Steps(inputs, inputs.ociLayout);
+  const what = toolsNamed(spec);
+  if (what === undefined) return { kind: 'none', notes: [] };
+  const kilnImage = settings.kilnImage;
+  if (kilnImage === undefined || settings.uploadUrl === undefined) {
+    return {
+      kind: 'none',
+      notes: [
+        `the ${what} steps are off: the operator has no ${kilnImage === undefined ? 'KILN_STEP_IMAGE' : 'KILN_UPLOAD_URL'}`,
+      ],
+    };
+  }
+  if (inputs.pushed === undefined) {
+    return {
+      kind: 'none',
+      notes: [`the ${what} steps are skipped: this build pushes no image to describe or scan`],
+    };
+  }
+  if (inputs.buildSecretName === undefined) {
+    return { kind: 'none', notes: [`the ${what} steps are off: the build has no Secret`] };
+  }
+  const notes: string[] = [];
+  const pushed = inputs.pushed;
+  const insecure = inputs.insecureRegistries.length > 0;
   const initContainers: V1Container[] = [
     {
       ...kilnStep(
@@ -451,7 +454,15 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
       notes.push(missingImage(spec.sbomTool, 'SBOM'));
     } else {
       initContainers.push(
-        toolStep('sbom', 'SBOM', spec.sbomTool, image, sbomTool(spec.sbomTool, insecure), []),
+        toolStep(
+          inputs,
+          'sbom',
+          'SBOM',
+          spec.sbomTool,
+          image,
+          sbomTool(spec.sbomTool, insecure),
+          [],
+        ),
       );
       uploadEnv.push(tokenEnv('sbom'));
     }
@@ -475,7 +486,7 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
               },
             ]
           : [];
-      initContainers.push(toolStep('scan', 'scan', spec.scanTool, image, tool, snyk));
+      initContainers.push(toolStep(inputs, 'scan', 'scan', spec.scanTool, image, tool, snyk));
       uploadEnv.push(tokenEnv('scan'));
     }
   }
