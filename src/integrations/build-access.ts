@@ -123,8 +123,8 @@ const OCI_TYPES: ReadonlySet<RegistryType> = new Set(['harbor', 'quay', 'artifac
  * local runner (docs/adr/0021-secret-references.md, 0022-registries.md):
  *
  * 1. every reference among its buildx secrets, environment, the tenant's registry credentials and
- *    the project's git credentials resolved through the tenant's secret manager (failure: SecretUnavailable, naming the field
- *    and the reference);
+ *    the project's git credentials resolved through the tenant's secret manager (failure:
+ *    SecretUnavailable, naming the field and the reference);
  * 2. its push targets on the tenant's registry checked against that registry's naming rules
  *    (InvalidSpec) and by the pre-flight token flow (RegistryUnauthorized), so bad credentials
  *    fail before a pod is scheduled. A registry that cannot be reached is no verdict: the build
@@ -155,6 +155,91 @@ export class BuildAccess {
     masking: BuildMasking,
     signal: AbortSignal | undefined,
   ): Promise<BuildAccessGrant | BuildAccessRefusal> {
+    const found = await this.referenceFields(build);
+    if ('reason' in found) return found;
+    const { secrets, fields, registryType, registry, s3, git } = found;
+    // buildx secrets are secret whether or not they are references; a plain registry, S3 or git
+    // password cannot be (settings refuse it), and user names are not secrets.
+    masking.register(
+      Object.values(secrets).filter((value) => value !== '' && !isSecretReference(value)),
+    );
+    const resolution = await this.deps.resolver.resolve(build.tenantId, fields, signal);
+    if (!resolution.ok) {
+      return { ok: false, reason: 'SecretUnavailable', message: resolution.message };
+    }
+    const values = resolution.values;
+    const masked = new MaskQueue(masking);
+    const resolvedSecrets: Record<string, string> = {};
+    for (const id of Object.keys(secrets)) {
+      resolvedSecrets[id] = values[`manifest.build_config.secrets.${id}`]!;
+      masked.add(resolvedSecrets[id]);
+    }
+    const env: Record<string, string> = {};
+    for (const name of Object.keys(build.spec.env)) {
+      const value = values[`manifest.environment.${name}`];
+      if (value === undefined) continue;
+      env[name] = value;
+      masked.add(value);
+    }
+
+    const gitAccess =
+      git === undefined
+        ? undefined
+        : {
+            username: values['project.git_credentials.username']!,
+            password: values['project.git_credentials.password']!,
+          };
+    if (gitAccess !== undefined) masked.add(gitAccess.password);
+
+    const notes: string[] = [];
+    let dockerConfig: string | undefined;
+    if (registry !== undefined && registryType !== undefined && registryType !== 's3') {
+      const checked = await this.registryAccess(
+        build,
+        registryType,
+        registry,
+        values,
+        masked,
+        signal,
+      );
+      if ('reason' in checked) return checked;
+      dockerConfig = checked.dockerConfig;
+      notes.push(...checked.notes);
+    }
+    let s3Target: S3ImageTarget | undefined;
+    if (s3 !== undefined) {
+      const checked = await this.s3Access(s3, values, masked, signal);
+      if ('reason' in checked) return checked;
+      s3Target = checked.target;
+      notes.push(...checked.notes);
+    }
+    masked.flush();
+    return {
+      ok: true,
+      ...(s3Target === undefined ? {} : { s3: s3Target }),
+      secrets: resolvedSecrets,
+      env,
+      ...(dockerConfig === undefined ? {} : { dockerConfig }),
+      ...(gitAccess === undefined ? {} : { git: gitAccess }),
+      notes,
+    };
+  }
+
+  /**
+   * What the secret manager is asked to resolve, by field name (every buildx secret, environment
+   * references, the registry's, S3's and git's credentials), with the settings they came from.
+   */
+  private async referenceFields(build: BuildToStart): Promise<
+    | BuildAccessRefusal
+    | {
+        secrets: Record<string, string>;
+        fields: Record<string, string>;
+        registryType: RegistryType | undefined;
+        registry: OciRegistrySettings | undefined;
+        s3: S3RegistrySettings | undefined;
+        git: { username: string; password: string } | undefined;
+      }
+  > {
     const { config } = build.spec;
     const secrets = this.deps.sealer.unsealAll(config.secrets ?? {});
     const fields: Record<string, string> = {};
@@ -198,99 +283,68 @@ export class BuildAccess {
       fields['project.git_credentials.username'] = git.username;
       fields['project.git_credentials.password'] = git.password;
     }
+    return { secrets, fields, registryType, registry, s3, git };
+  }
 
-    // buildx secrets are secret whether or not they are references; a plain registry, S3 or git
-    // password cannot be (settings refuse it), and user names are not secrets.
-    masking.register(
-      Object.values(secrets).filter((value) => value !== '' && !isSecretReference(value)),
-    );
-    const resolution = await this.deps.resolver.resolve(build.tenantId, fields, signal);
-    if (!resolution.ok) {
-      return { ok: false, reason: 'SecretUnavailable', message: resolution.message };
-    }
-    const values = resolution.values;
-    const masked = new Set<string>();
-    const registered = new Set<string>();
-    /** Registers what `masked` holds that is not registered yet. */
-    const registerMasked = (): void => {
-      const fresh = [...masked].filter((value) => value !== '' && !registered.has(value));
-      for (const value of fresh) registered.add(value);
-      if (fresh.length > 0) masking.register(fresh);
-    };
-    const resolvedSecrets: Record<string, string> = {};
-    for (const id of Object.keys(secrets)) {
-      resolvedSecrets[id] = values[`manifest.build_config.secrets.${id}`]!;
-      masked.add(resolvedSecrets[id]);
-    }
-    const env: Record<string, string> = {};
-    for (const name of Object.keys(build.spec.env)) {
-      const value = values[`manifest.environment.${name}`];
-      if (value === undefined) continue;
-      env[name] = value;
-      masked.add(value);
-    }
-
-    const gitAccess =
-      git === undefined
-        ? undefined
-        : {
-            username: values['project.git_credentials.username']!,
-            password: values['project.git_credentials.password']!,
-          };
-    if (gitAccess !== undefined) masked.add(gitAccess.password);
-
-    const notes: string[] = [];
+  /**
+   * The Docker config of the tenant's OCI registry (when it has credentials, masked in every
+   * form before the pre-flight), and the pre-flight check of the build's push targets.
+   */
+  private async registryAccess(
+    build: BuildToStart,
+    registryType: OciRegistryType,
+    registry: OciRegistrySettings,
+    values: Readonly<Record<string, string>>,
+    masked: MaskQueue,
+    signal: AbortSignal | undefined,
+  ): Promise<BuildAccessRefusal | { dockerConfig: string | undefined; notes: string[] }> {
     let credentials: RegistryCredentials | undefined;
     let dockerConfig: string | undefined;
-    if (registry !== undefined && registryType !== undefined && registryType !== 's3') {
-      if (registry.username !== undefined) {
-        credentials = {
-          username: values[`registry.${registryType}.username`]!,
-          password: values[`registry.${registryType}.password`]!,
-        };
-        const auth = Buffer.from(`${credentials.username}:${credentials.password}`).toString(
-          'base64',
-        );
-        dockerConfig = JSON.stringify({ auths: { [registry.address]: { auth } } });
-        masked.add(credentials.password);
-        masked.add(`${credentials.username}:${credentials.password}`);
-        masked.add(auth);
-      }
-      registerMasked();
-      const checked = await this.checkTargets(build, registryType, registry, credentials, signal);
-      if ('reason' in checked) return checked;
-      notes.push(...checked.notes);
+    if (registry.username !== undefined) {
+      credentials = {
+        username: values[`registry.${registryType}.username`]!,
+        password: values[`registry.${registryType}.password`]!,
+      };
+      const auth = Buffer.from(`${credentials.username}:${credentials.password}`).toString(
+        'base64',
+      );
+      dockerConfig = JSON.stringify({ auths: { [registry.address]: { auth } } });
+      masked.add(credentials.password);
+      masked.add(`${credentials.username}:${credentials.password}`);
+      masked.add(auth);
     }
-    let s3Target: S3ImageTarget | undefined;
-    if (s3 !== undefined) {
-      const { accessKeyId, secretAccessKey, ...where } = s3;
-      const keys =
-        accessKeyId === undefined || secretAccessKey === undefined
-          ? undefined
-          : {
-              accessKeyId: values['registry.s3.accessKeyId']!,
-              secretAccessKey: values['registry.s3.secretAccessKey']!,
-            };
-      if (keys !== undefined) masked.add(keys.secretAccessKey).add(keys.accessKeyId);
-      registerMasked();
-      s3Target = { ...where, ...(keys === undefined ? {} : { credentials: keys }) };
-      // With keys, kiln can ask as the build will; without, the build's pod has its own identity.
-      if (keys !== undefined) {
-        const checked = await this.checkBucket(s3Target, signal);
-        if (checked !== undefined && 'reason' in checked) return checked;
-        if (checked !== undefined) notes.push(checked.note);
-      }
-    }
-    registerMasked();
-    return {
-      ok: true,
-      ...(s3Target === undefined ? {} : { s3: s3Target }),
-      secrets: resolvedSecrets,
-      env,
-      ...(dockerConfig === undefined ? {} : { dockerConfig }),
-      ...(gitAccess === undefined ? {} : { git: gitAccess }),
-      notes,
+    masked.flush();
+    const checked = await this.checkTargets(build, registryType, registry, credentials, signal);
+    if ('reason' in checked) return checked;
+    return { dockerConfig, notes: checked.notes };
+  }
+
+  /** Where an s3 build's image goes, keys resolved and masked, checked when there are keys. */
+  private async s3Access(
+    s3: S3RegistrySettings,
+    values: Readonly<Record<string, string>>,
+    masked: MaskQueue,
+    signal: AbortSignal | undefined,
+  ): Promise<BuildAccessRefusal | { target: S3ImageTarget; notes: string[] }> {
+    const { accessKeyId, secretAccessKey, ...where } = s3;
+    const keys =
+      accessKeyId === undefined || secretAccessKey === undefined
+        ? undefined
+        : {
+            accessKeyId: values['registry.s3.accessKeyId']!,
+            secretAccessKey: values['registry.s3.secretAccessKey']!,
+          };
+    if (keys !== undefined) masked.add(keys.secretAccessKey).add(keys.accessKeyId);
+    masked.flush();
+    const target: S3ImageTarget = {
+      ...where,
+      ...(keys === undefined ? {} : { credentials: keys }),
     };
+    // With keys, kiln can ask as the build will; without, the build's pod has its own identity.
+    if (keys === undefined) return { target, notes: [] };
+    const checked = await this.checkBucket(target, signal);
+    if (checked !== undefined && 'reason' in checked) return checked;
+    return { target, notes: checked === undefined ? [] : [checked.note] };
   }
 
   private async checkBucket(
@@ -361,5 +415,27 @@ export class BuildAccess {
       }
     }
     return { notes };
+  }
+}
+
+/**
+ * Values to mask, registered with the build's masker in batches: `flush` before each outside call
+ * that could echo one registers those added since the last flush, in the order added.
+ */
+class MaskQueue {
+  private readonly values = new Set<string>();
+  private readonly registered = new Set<string>();
+
+  constructor(private readonly masking: BuildMasking) {}
+
+  add(value: string): this {
+    this.values.add(value);
+    return this;
+  }
+
+  flush(): void {
+    const fresh = [...this.values].filter((value) => value !== '' && !this.registered.has(value));
+    for (const value of fresh) this.registered.add(value);
+    if (fresh.length > 0) this.masking.register(fresh);
   }
 }
