@@ -10,6 +10,7 @@ export enum ErrorCode {
   NotFound = 'NotFound',
   Conflict = 'Conflict',
   RateLimited = 'RateLimited',
+  /** No kiln route answers 501; an HttpException with that status (Nest's) keeps it. */
   NotImplemented = 'NotImplemented',
   Unavailable = 'Unavailable',
   Internal = 'Internal',
@@ -87,12 +88,6 @@ export class RateLimitedError extends KilnError {
     readonly rateLimit: RateLimitInfo,
   ) {
     super(ErrorCode.RateLimited, message);
-  }
-}
-
-export class NotImplementedError extends KilnError {
-  constructor(message: string) {
-    super(ErrorCode.NotImplemented, message);
   }
 }
 
