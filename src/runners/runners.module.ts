@@ -1,13 +1,37 @@
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/common';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildAccessModule } from '../integrations/integrations.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
+import { S3ImageStore } from '../registries/s3-upload.js';
 import { BuildRunner } from './build-runner.js';
 import { KubernetesRunner } from './kubernetes/kubernetes.runner.js';
+import { DockerfileExecutor } from './local/executors/dockerfile.executor.js';
+import { PackExecutor } from './local/executors/pack.executor.js';
+import { PackerExecutor } from './local/executors/packer.executor.js';
+import { S3_STORES, type S3Stores } from './local/executors/s3-stores.js';
+import { StepsExecutor } from './local/executors/steps.executor.js';
 import { LocalRunner } from './local/local.runner.js';
+import { HostProcesses, Processes } from './local/processes.js';
+
+/** The parts of the local runner: the process port, the executors, the S3 stores. */
+const LOCAL_RUNNER_PARTS: Provider[] = [
+  { provide: Processes, useClass: HostProcesses },
+  {
+    provide: S3_STORES,
+    inject: [KilnConfig],
+    useFactory:
+      (config: KilnConfig): S3Stores =>
+      (target) =>
+        new S3ImageStore(target, config.externalCalls),
+  },
+  DockerfileExecutor,
+  PackExecutor,
+  PackerExecutor,
+  StepsExecutor,
+];
 
 /**
  * Binds the BuildRunner port: KILN_RUNNER=local → LocalRunner; kubernetes → KubernetesRunner
@@ -26,6 +50,7 @@ export class RunnersModule {
       providers:
         runner === undefined
           ? [
+              ...LOCAL_RUNNER_PARTS,
               LocalRunner,
               KubernetesRunner,
               {

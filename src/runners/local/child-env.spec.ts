@@ -1,4 +1,4 @@
-import { childEnvironment } from './child-env.js';
+import { childEnvironment, environmentOf } from './child-env.js';
 
 describe(childEnvironment.name, () => {
   const inherited = { PATH: '/usr/bin:/bin', HOME: '/home/kiln', https_proxy: 'http://proxy:3128' };
@@ -47,5 +47,21 @@ describe(childEnvironment.name, () => {
       https_proxy: 'http://proxy:3128',
       LC_ALL: 'C',
     });
+  });
+});
+
+describe(environmentOf.name, () => {
+  const inherited = { PATH: '/usr/bin:/bin', HOME: '/home/kiln' };
+
+  it("builds a tool's environment as childEnvironment does", () => {
+    expect(
+      environmentOf(inherited, { tool: 'packer', declared: { CI: 'true' }, own: { A: '1' } }),
+    ).toEqual(childEnvironment(inherited, 'packer', { CI: 'true' }, { A: '1' }));
+  });
+
+  it("gives a step CLI the machine's variables, a fixed locale and its own settings", () => {
+    const env = environmentOf(inherited, { tool: 'step', settings: { TRIVY_INSECURE: 'true' } });
+
+    expect(env).toEqual({ ...inherited, LC_ALL: 'C', TRIVY_INSECURE: 'true' });
   });
 });

@@ -1,5 +1,26 @@
-/** The programs the local runner starts. */
+/** The programs the local runner starts for the build proper. */
 export type ChildTool = 'git' | 'buildah' | 'pack' | 'packer';
+
+type Variables = Readonly<Record<string, string>>;
+
+/**
+ * Which environment a child gets, said by the caller and built by the process port from the
+ * allowlist (never from kiln's own): a tool of the build proper with the build's declared
+ * variables and what kiln gives this one run, or an SBOM or scan CLI with its own settings.
+ */
+export type ChildEnvironment =
+  | { readonly tool: ChildTool; readonly declared?: Variables; readonly own?: Variables }
+  | { readonly tool: 'step'; readonly settings?: Variables };
+
+/** The variables of `environment`, from the allowlisted ones kiln was started with (pure). */
+export function environmentOf(
+  inherited: Variables,
+  environment: ChildEnvironment,
+): Record<string, string> {
+  return environment.tool === 'step'
+    ? stepEnvironment(inherited, environment.settings)
+    : childEnvironment(inherited, environment.tool, environment.declared, environment.own);
+}
 
 /**
  * The environment of one child process (pure), never kiln's own: the allowlisted variables kiln
@@ -11,10 +32,10 @@ export type ChildTool = 'git' | 'buildah' | 'pack' | 'packer';
  * project's credentials): it wins over the machine's.
  */
 export function childEnvironment(
-  inherited: Readonly<Record<string, string>>,
+  inherited: Variables,
   tool: ChildTool,
-  declared: Readonly<Record<string, string>> = {},
-  own: Readonly<Record<string, string>> = {},
+  declared: Variables = {},
+  own: Variables = {},
 ): Record<string, string> {
   return {
     ...(tool === 'pack' || tool === 'packer' ? declared : {}),
@@ -23,4 +44,16 @@ export function childEnvironment(
     LC_ALL: 'C',
     ...(tool === 'buildah' ? { BUILDAH_ISOLATION: 'chroot' } : {}),
   };
+}
+
+/**
+ * The environment of an SBOM or scan CLI (pure): what every child of kiln gets (the allowlist and
+ * LC_ALL=C, as for git, which has no settings of its own) and the tool's own settings from
+ * build-methods/steps.ts; never the build's declared variables.
+ */
+export function stepEnvironment(
+  inherited: Variables,
+  settings: Variables = {},
+): Record<string, string> {
+  return { ...childEnvironment(inherited, 'git'), ...settings };
 }
