@@ -42,7 +42,8 @@ import { BOOKKEEPING_FIELDS, changedBeyondMetadata } from './runtime/predicates.
 
 /**
  * The reconciler reads no annotation of a Job: a tool's annotation write is not worth a
- * reconcile (TESTPLAN OP-12). Pods go by `podChanged`, the facts the reconciler reads.
+ * reconcile (a build whose Job and pod a tool writes to every second is not reconciled every
+ * second). Pods go by `podChanged`, the facts the reconciler reads.
  */
 const jobChanged = changedBeyondMetadata([...BOOKKEEPING_FIELDS, 'annotations']);
 
@@ -83,12 +84,23 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       return;
     }
     const namespace = this.config.buildNamespace;
-    const settings = this.config.operatorRuntime;
     const logger = this.logger.child({ component: 'operator' });
+    const informers = this.informers(kube, logger);
+    const reconciler = this.reconcilerOf(kube, informers, logger);
+    this.reconciler = reconciler;
+    this.runtime = this.runtimeOf(kube, informers, reconciler, logger);
+    this.runtime.start();
+    logger.info({ namespace }, 'operator started: waiting for the lease');
+  }
+
+  /** The informers on the build namespace's Builds, and on the Jobs and Pods kiln made there. */
+  private informers(kube: KubeClient, logger: Logger): Informers {
+    const namespace = this.config.buildNamespace;
+    const settings = this.config.operatorRuntime;
     const watches = {
       watchLifetimeMs: settings.watchTimeoutMs,
       resyncPeriodMs: settings.resyncPeriodMs,
-      // build/ reads neither managedFields nor kubectl's last-applied annotation: about half of
+      // builds/ reads neither managedFields nor kubectl's last-applied annotation: about half of
       // each cached object's size.
       transform: trimForCache,
       logger,
@@ -103,7 +115,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       }),
       { name: 'builds', ...watches },
     );
-    const jobs = new Informer<V1Job & { metadata: { name: string } }>(
+    const jobs = new Informer<CachedJob>(
       KubeListWatch.forClient(kube, {
         group: 'batch',
         version: 'v1',
@@ -113,7 +125,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       }),
       { name: 'jobs', ...watches },
     );
-    const pods = new Informer<V1Pod & { metadata: { name: string } }>(
+    const pods = new Informer<CachedPod>(
       KubeListWatch.forClient(kube, {
         group: '',
         version: 'v1',
@@ -128,10 +140,17 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       const job = pod.metadata.labels?.['job-name'];
       return job === undefined ? undefined : `${pod.metadata.namespace ?? namespace}/${job}`;
     });
-    const reconciler = new BuildReconciler({
+    return { builds, jobs, pods, podsByJob };
+  }
+
+  private reconcilerOf(kube: KubeClient, informers: Informers, logger: Logger): BuildReconciler {
+    const { builds, jobs, podsByJob } = informers;
+    const settings = this.config.operatorRuntime;
+    return new BuildReconciler({
       caches: {
         build: (key) => builds.get(key),
         job: (ns, name) => jobs.get(`${ns}/${name}`),
+        // A pod not being deleted first: a Job's replacement pod over the one going away.
         podOfJob: (ns, job) =>
           podsByJob
             .get(`${ns}/${job}`)
@@ -166,6 +185,17 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         ttlSecondsAfterFinished: this.config.operatorJobTtlSeconds,
       },
     });
+  }
+
+  /** The work queue of Build keys under the `kiln-operator` Lease, fed by the informers. */
+  private runtimeOf(
+    kube: KubeClient,
+    { builds, jobs, pods }: Informers,
+    reconciler: BuildReconciler,
+    logger: Logger,
+  ): OperatorRuntime {
+    const namespace = this.config.buildNamespace;
+    const settings = this.config.operatorRuntime;
     const ownerKey = (job: V1Job): string[] => {
       const owner = job.metadata?.ownerReferences?.find(
         (o) => o.controller === true && o.kind === 'Build',
@@ -184,8 +214,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       }),
       () => reconciler.stopAll(),
     );
-    this.reconciler = reconciler;
-    this.runtime = new OperatorRuntime({
+    return new OperatorRuntime({
       reconcile: reconciler.reconcile,
       elector,
       workers: settings.workers,
@@ -204,14 +233,22 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         },
         { changed: podChanged },
       );
-    this.runtime.start();
-    logger.info({ namespace }, 'operator started: waiting for the lease');
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.runtime?.stop();
     await this.reconciler?.stopAll();
   }
+}
+
+type CachedJob = V1Job & { metadata: { name: string } };
+type CachedPod = V1Pod & { metadata: { name: string } };
+
+interface Informers {
+  readonly builds: Informer<BuildResource>;
+  readonly jobs: Informer<CachedJob>;
+  readonly pods: Informer<CachedPod>;
+  readonly podsByJob: CacheIndex<CachedPod>;
 }
 
 /** Stops the reconciler's long-running work (log followers) whenever the term ends. */

@@ -47,7 +47,7 @@ export type BuildResource = {
   status?: BuildResourceStatus;
 };
 
-/** The labels kiln puts on a Build and on everything it creates for one (DESIGN.md). */
+/** The labels kiln puts on a Build and on everything it creates for one (its Job, pod, ConfigMap, Secret). */
 export const KILN_LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',
   buildId: 'kiln.dev/build-id',

@@ -1,0 +1,269 @@
+import type { V1Job, V1OwnerReference, V1Secret } from '@kubernetes/client-node';
+import {
+  BUILD_SECRET_PREFIX,
+  buildObjectName,
+  ENV_SECRET_PREFIX,
+  GIT_CREDENTIAL_KEYS,
+  REGISTRY_CONFIG_KEY,
+  S3_CREDENTIAL_KEYS,
+  type S3UploadTarget,
+} from '../../build-methods/job.js';
+import { BUILD_METHODS } from '../../build-methods/methods.js';
+import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
+import type { BuildAccessGrant } from '../../integrations/build-access.js';
+import { KubeApiError } from '../../kubernetes/errors.js';
+import type { BuildEntity } from '../../lifecycle/build.entity.js';
+import { BUILD_API_VERSION, BUILD_KIND, type BuildResource } from '../api/build-resource.js';
+import type { BuildEvents } from './build-events.js';
+import { namespaceOf, type ReconcilerDeps } from './reconciler-ports.js';
+import { RefusedBuild } from './refused-build.js';
+import type { SecretMasking } from './secret-masking.js';
+
+/**
+ * What `assemble` made: the Job as the server answered its create; `exists` when a Job of that
+ * name was there already (the cache has not caught up: look again); `gone` when the build was
+ * deleted meanwhile.
+ */
+export type Assembled = V1Job | 'exists' | 'gone';
+
+type AssemblerDeps = Pick<
+  ReconcilerDeps,
+  'access' | 'artifacts' | 'sink' | 'workloads' | 'settings'
+>;
+
+/**
+ * Makes a running build's Job and what it mounts: its access prepared (secret references
+ * resolved, the registry checked), the method's pure `jobSpec` translation, its ConfigMap, its
+ * Secret holding exactly the keys the Job reads, and the Job itself with a controller
+ * ownerReference to the Build. The Job then becomes the controller of the ConfigMap and the
+ * Secret, so they go with it. A build it cannot assemble throws RefusedBuild.
+ */
+export class JobAssembler {
+  /**
+   * Builds whose ConfigMap and Secret this process saw its Job control. Only spares the requests
+   * of `own` on every reconcile: a new process checks each Job again (one read of its Secret).
+   */
+  private readonly owned = new Set<string>();
+
+  constructor(
+    private readonly deps: AssemblerDeps,
+    private readonly events: BuildEvents,
+    private readonly masking: SecretMasking,
+  ) {}
+
+  async assemble(resource: BuildResource, record: BuildEntity): Promise<Assembled> {
+    const namespace = namespaceOf(resource);
+    const name = buildObjectName(record.id);
+    // Every value is registered for masking before the first call that could echo it, and before
+    // any line of the pod is read.
+    const access = await this.deps.access.prepare(record, this.deps.sink.masking(record.id));
+    if (!access.ok) throw new RefusedBuild(access.reason, access.message);
+    const credentialsSecret =
+      access.dockerConfig !== undefined ? name : resource.spec.output?.credentialsSecret;
+    const translation = BUILD_METHODS[record.spec.method].jobSpec(record.spec, {
+      buildId: record.id,
+      tenantId: record.tenantId,
+      projectId: record.projectId,
+      buildNumber: record.buildNumber,
+      namespace,
+      settings: this.deps.settings.job,
+      configMapName: name,
+      buildSecretName: name,
+      ...(credentialsSecret === undefined ? {} : { credentialsSecret }),
+      ...(access.git === undefined ? {} : { gitCredentials: true }),
+      ...(access.s3 === undefined ? {} : { s3: s3TargetOf(access.s3) }),
+    });
+    if (translation.kind === 'unsupported')
+      throw new RefusedBuild('InvalidSpec', translation.reason);
+    if (translation.configMap !== undefined) {
+      await ignoreExists(this.deps.workloads.createConfigMap(namespace, translation.configMap));
+    }
+    const secretKeys = translation.secretKeys ?? [];
+    if (secretKeys.length > 0) {
+      const secret = await this.buildSecret(record, secretKeys, translation.job, access);
+      if (secret === undefined) return 'gone';
+      await ignoreExists(this.deps.workloads.createSecret(namespace, secret));
+    }
+    const job: V1Job = {
+      ...translation.job,
+      metadata: { ...translation.job.metadata, ownerReferences: [ownerOf(resource)] },
+    };
+    let created: V1Job;
+    try {
+      created = await this.deps.workloads.createJob(namespace, job);
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 409) return 'exists';
+      throw error;
+    }
+    const notes = [...access.notes, ...translation.notes];
+    if (notes.length > 0) {
+      await this.deps.sink.append(
+        record.id,
+        notes.map((text) => ({ text: `[kiln] ${text}`, container: 'kiln' })),
+      );
+    }
+    await this.events.emit(resource, 'Normal', 'JobCreated', `created Job ${name}`);
+    // After the notes and the Event: a failed patch is retried by adopting the Job, which
+    // writes neither again.
+    await this.own(namespace, record.id, created);
+    return created;
+  }
+
+  /**
+   * Makes the Job the controller of the build's ConfigMap and Secret, so that Kubernetes deletes
+   * them with it. Decided from the cluster, not from what this process did, so that an operator
+   * adopting the Job completes what another left undone: the ConfigMap the Job mounts is patched
+   * (the patch is idempotent, and the operator may not read ConfigMaps); the Secret, whichever
+   * keys it holds, is read and patched unless the Job already controls it. A failure throws: the
+   * reconcile is retried with backoff and adopts the Job.
+   */
+  async own(namespace: string, buildId: string, job: V1Job): Promise<void> {
+    if (this.owned.has(buildId)) return;
+    const name = job.metadata?.name;
+    const uid = job.metadata?.uid;
+    if (name === undefined || uid === undefined) return;
+    const patch = {
+      metadata: {
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            name,
+            uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+    };
+    if (mountsConfigMap(job, name)) {
+      await ignoreMissing(this.deps.workloads.patchConfigMap(namespace, name, patch));
+    }
+    const secret = await this.deps.workloads.readSecret(namespace, name);
+    const controller = secret?.metadata?.ownerReferences?.find((o) => o.controller === true);
+    if (secret !== undefined && controller?.uid !== uid) {
+      await ignoreMissing(this.deps.workloads.patchSecret(namespace, name, patch));
+    }
+    this.owned.add(buildId);
+  }
+
+  forget(buildId: string): void {
+    this.owned.delete(buildId);
+  }
+
+  /**
+   * The build's Secret (named as its Job): the keys its Job reads, no more. Upload tokens are
+   * minted now, valid until the Job's deadline (activeDeadlineSeconds counts from about now);
+   * buildx secret values come from the build's spec. Made before the Job, owned by it after, so it
+   * goes with it. Undefined when the build is gone.
+   */
+  private async buildSecret(
+    record: BuildEntity,
+    keys: readonly string[],
+    job: V1Job,
+    access: BuildAccessGrant,
+  ): Promise<V1Secret | undefined> {
+    const data: Record<string, string> = {};
+    let tokens: Record<'sbom' | 'scan', string> | undefined;
+    if (keys.some((key) => key.startsWith(UPLOAD_TOKEN_PREFIX))) {
+      tokens = await this.deps.artifacts.mintUploadTokens(record.id, record.spec.timeoutSeconds);
+      if (tokens === undefined) return undefined;
+    }
+    for (const key of keys) {
+      const value = secretValueOf(key, access, tokens);
+      if (value === undefined)
+        throw new Error(`the Job of build ${record.id} reads an unknown Secret key ${key}`);
+      data[key] = Buffer.from(value, 'utf8').toString('base64');
+    }
+    this.masking.registered(record.id);
+    return {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      immutable: true,
+      metadata: {
+        name: buildObjectName(record.id),
+        namespace: job.metadata?.namespace,
+        labels: { ...job.metadata?.labels },
+      },
+      data,
+    };
+  }
+}
+
+/** The uid of another Build that controls the Job; undefined when it is this one's (or no one's). */
+export function foreignController(job: V1Job, resource: BuildResource): string | undefined {
+  const owner = job.metadata?.ownerReferences?.find((o) => o.controller === true);
+  return owner !== undefined && owner.uid !== resource.metadata.uid ? owner.uid : undefined;
+}
+
+/** The ownerReference that makes a Build the controller of its Job. */
+export function ownerOf(resource: BuildResource): V1OwnerReference {
+  return {
+    apiVersion: BUILD_API_VERSION,
+    kind: BUILD_KIND,
+    name: resource.metadata.name,
+    uid: resource.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+async function ignoreExists(write: Promise<unknown>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.status === 409)) throw error;
+  }
+}
+
+/** A write to an object deleted meanwhile (its Job gone, the garbage collector took it): done. */
+async function ignoreMissing(write: Promise<unknown>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+  }
+}
+
+/** The value of one key of a build's Secret: a token, a resolved secret or credential. */
+function secretValueOf(
+  key: string,
+  access: BuildAccessGrant,
+  tokens: Record<'sbom' | 'scan', string> | undefined,
+): string | undefined {
+  if (key.startsWith(UPLOAD_TOKEN_PREFIX)) {
+    return tokens?.[key.slice(UPLOAD_TOKEN_PREFIX.length) as 'sbom' | 'scan'];
+  }
+  if (key.startsWith(BUILD_SECRET_PREFIX)) {
+    return access.secrets[key.slice(BUILD_SECRET_PREFIX.length)];
+  }
+  if (key.startsWith(ENV_SECRET_PREFIX)) {
+    return access.env[key.slice(ENV_SECRET_PREFIX.length)];
+  }
+  switch (key) {
+    case REGISTRY_CONFIG_KEY:
+      return access.dockerConfig;
+    case GIT_CREDENTIAL_KEYS.username:
+      return access.git?.username;
+    case GIT_CREDENTIAL_KEYS.password:
+      return access.git?.password;
+    case S3_CREDENTIAL_KEYS.accessKeyId:
+      return access.s3?.credentials?.accessKeyId;
+    case S3_CREDENTIAL_KEYS.secretAccessKey:
+      return access.s3?.credentials?.secretAccessKey;
+    default:
+      return undefined;
+  }
+}
+
+/** What the Job learns of an s3 build's target: everything but the keys, which stay in its Secret. */
+function s3TargetOf(target: NonNullable<BuildAccessGrant['s3']>): S3UploadTarget {
+  const { credentials, ...where } = target;
+  return { ...where, credentials: credentials !== undefined };
+}
+
+/** Whether the Job's pod mounts the ConfigMap `name` (the build's files). */
+function mountsConfigMap(job: V1Job, name: string): boolean {
+  return (job.spec?.template.spec?.volumes ?? []).some((volume) => volume.configMap?.name === name);
+}

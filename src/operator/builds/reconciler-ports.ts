@@ -1,0 +1,111 @@
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { JobSettings } from '../../build-methods/job.js';
+import type { BuildAccess } from '../../integrations/build-access.js';
+import type { CustomResources } from '../../kubernetes/custom-resources.js';
+import type { KubeWorkloads } from '../../kubernetes/workloads.js';
+import type { BuildEntity } from '../../lifecycle/build.entity.js';
+import type { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
+import type { LogSink } from '../../logs/log-sink.js';
+import type { SecretSealer } from '../../secrets/secret-sealer.js';
+import type { BuildResource } from '../api/build-resource.js';
+import {
+  DEFAULT_LOG_FOLLOWER_OPTIONS,
+  type LogFollowerDeps,
+  type LogFollowerOptions,
+} from './log-follower.js';
+
+/** The cached objects the reconciler reads (informers: never mutated, cloned before a write). */
+export interface ReconcilerCaches {
+  build(key: string): BuildResource | undefined;
+  job(namespace: string, name: string): V1Job | undefined;
+  podOfJob(namespace: string, job: string): V1Pod | undefined;
+}
+
+export interface ReconcilerSettings {
+  readonly job: JobSettings;
+  /** How long a finished build waits for its log streams before a marker says what is missing. */
+  readonly drainDeadlineMs: number;
+  /** How long a builder image may fail to pull before the build fails with ImagePullFailed. */
+  readonly imagePullTimeoutMs: number;
+  /** Set on a build's Job once its logs are stored, so Kubernetes removes it. */
+  readonly ttlSecondsAfterFinished: number;
+  /** How long a cancelled build's log is read on before its Job is deleted. */
+  readonly cancelSettleMs: number;
+  readonly follower: LogFollowerOptions;
+}
+
+export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job'> = {
+  drainDeadlineMs: 120_000,
+  imagePullTimeoutMs: 300_000,
+  ttlSecondsAfterFinished: 3_600,
+  cancelSettleMs: 1_000,
+  follower: DEFAULT_LOG_FOLLOWER_OPTIONS,
+};
+
+/** What the reconciler needs of the steps after the image (BuildArtifacts implements it). */
+export interface ReconcilerArtifacts {
+  /** Upload tokens for a build's pod, valid `ttlSeconds`; undefined: the build is gone. */
+  mintUploadTokens(
+    buildId: string,
+    ttlSeconds: number,
+  ): Promise<Record<'sbom' | 'scan', string> | undefined>;
+  /** The scan policy's verdict on a build whose Job succeeded. */
+  gate(build: BuildEntity): Promise<{ pass: true } | { pass: false; message: string }>;
+}
+
+/** The writes the reconciler makes to Build resources. */
+export type BuildWriter = Pick<
+  CustomResources<BuildResource>,
+  'mergePatch' | 'mergePatchStatus' | 'delete'
+>;
+
+/** The writes (and the one read, of a build's Secret) the reconciler makes to workloads. */
+export type WorkloadWriter = Pick<
+  KubeWorkloads,
+  | 'createJob'
+  | 'patchJob'
+  | 'deleteJob'
+  | 'createConfigMap'
+  | 'patchConfigMap'
+  | 'createSecret'
+  | 'readSecret'
+  | 'patchSecret'
+  | 'createEvent'
+>;
+
+/** What the reconciler does with a build's log and its masker (LogSink). */
+export type ReconcilerSink = Pick<LogSink, 'append' | 'masking' | 'maskText' | 'registerSecrets'>;
+
+/** The build records the reconciler reads and the transitions it makes (BuildLifecycle). */
+export type ReconcilerLifecycle = Pick<
+  BuildLifecycle,
+  'find' | 'create' | 'activeOfReplacedResource' | 'start' | 'cancel' | 'succeed' | 'fail'
+>;
+
+export interface ReconcilerDeps {
+  readonly caches: ReconcilerCaches;
+  readonly artifacts: ReconcilerArtifacts;
+  /** Unseals build secrets for the build's Secret and the log masker; seals a Build's own. */
+  readonly sealer: Pick<SecretSealer, 'sealAll' | 'unsealAll' | 'fingerprint'>;
+  /**
+   * Resolves a starting build's secret references and checks its registry (BuildAccess):
+   * the values go into the build's Secret and the masker, never into kiln's database.
+   */
+  readonly access: Pick<BuildAccess, 'prepare'>;
+  readonly builds: BuildWriter;
+  readonly workloads: WorkloadWriter;
+  readonly lifecycle: ReconcilerLifecycle;
+  readonly sink: ReconcilerSink;
+  readonly logs: LogFollowerDeps['logs'];
+  readonly cursors: LogFollowerDeps['cursors'];
+  /** One log follower per build across operator processes (see LogFollowerDeps.claim). */
+  readonly logClaim?: LogFollowerDeps['claim'];
+  readonly logger: Logger;
+  readonly settings: ReconcilerSettings;
+  readonly now?: () => number;
+}
+
+export function namespaceOf(resource: BuildResource): string {
+  return resource.metadata.namespace ?? 'default';
+}
