@@ -66,21 +66,21 @@ export function coreModules(dataSource: DataSource): Array<Type | DynamicModule>
 
 /**
  * The HTTP API under /api/v1, and the BuildRunner port its BuildsService starts and cancels builds
- * through. The runner is bound here, with the API: the local runner executes a build as child
- * processes of the very process whose API started it, so it belongs to the api and all roles.
- * When the Kubernetes runner lands, the API side of it (creating Build resources) is bound here
- * too, and the operator role binds the Kubernetes side (the reconcile loop) in operatorModules().
+ * through. The runner is bound here, with the API, and only the one KILN_RUNNER picks: the local
+ * runner executes a build as child processes of the very process whose API started it; the
+ * Kubernetes runner is the API side of the Kubernetes path (it writes Build resources), whose
+ * other side is the operator's reconcile loop in operatorModules().
  */
-export function apiModules(options: AppOptions): Array<Type | DynamicModule> {
+export function apiModules(config: KilnConfig, options: AppOptions): Array<Type | DynamicModule> {
   const routed = [...API_MODULES, ...(options.extraApiModules ?? [])];
   return [
     ...routed,
     RouterModule.register(routed.map((module) => ({ path: API_PREFIX, module }))),
-    RunnersModule.forRoot(options.runner),
+    RunnersModule.forRoot(config, options.runner),
   ];
 }
 
-/** The operator: no HTTP route. It binds no runner yet (see apiModules). */
+/** The operator: no HTTP route and no runner (it reconciles the Build resources the API writes). */
 export function operatorModules(): Array<Type | DynamicModule> {
   return [OperatorModule];
 }
@@ -99,7 +99,7 @@ export class AppModule {
       global: true,
       imports: [
         ...coreModules(dataSource),
-        ...(composesApi(config.role) ? apiModules(options) : []),
+        ...(composesApi(config.role) ? apiModules(config, options) : []),
         ...(composesOperator(config.role) ? operatorModules() : []),
       ],
       providers: [

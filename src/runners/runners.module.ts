@@ -16,8 +16,8 @@ import { StepsExecutor } from './local/executors/steps.executor.js';
 import { LocalRunner } from './local/local.runner.js';
 import { HostProcesses, Processes } from './local/processes.js';
 
-/** The parts of the local runner: the process port, the executors, the S3 stores. */
-const LOCAL_RUNNER_PARTS: Provider[] = [
+/** The local runner and its parts: the process port, the executors, the S3 stores. */
+const LOCAL_RUNNER: Provider[] = [
   { provide: Processes, useClass: HostProcesses },
   {
     provide: S3_STORES,
@@ -31,40 +31,41 @@ const LOCAL_RUNNER_PARTS: Provider[] = [
   PackExecutor,
   PackerExecutor,
   StepsExecutor,
+  { provide: BuildRunner, useClass: LocalRunner },
 ];
 
 /**
- * Binds the BuildRunner port: KILN_RUNNER=local → LocalRunner; kubernetes → KubernetesRunner
- * (Build resources the operator reconciles). Tests pass their own runner class. Global, so
- * BuildsModule injects the port without knowing the runner; composed once, by the roles that
- * start builds (app.module.ts, apiModules). Runners read only a build's spec: no feature of the
- * API. The local runner stores its steps' SBOM and scan through ArtifactsModule.
+ * Binds the BuildRunner port to the one runner the configuration picks, and instantiates no
+ * other: KILN_RUNNER=local → LocalRunner (with the modules it builds on: the log store, the
+ * artifacts its SBOM and scan steps store, BuildAccess); kubernetes → KubernetesRunner (Build
+ * resources the operator reconciles). Tests pass their own runner class. Global, so BuildsModule
+ * injects the port without knowing the runner; composed once, by the roles that start builds
+ * (app.module.ts, apiModules). Runners read only a build's spec: no feature of the API.
  */
 @Module({})
 export class RunnersModule {
-  static forRoot(runner?: Type<BuildRunner>): DynamicModule {
-    return {
-      module: RunnersModule,
-      global: true,
-      imports: [LifecycleModule, LogsModule, KubernetesModule, ArtifactsModule, BuildAccessModule],
-      providers:
-        runner === undefined
-          ? [
-              ...LOCAL_RUNNER_PARTS,
-              LocalRunner,
-              KubernetesRunner,
-              {
-                provide: BuildRunner,
-                inject: [KilnConfig, LocalRunner, KubernetesRunner],
-                useFactory: (
-                  config: KilnConfig,
-                  local: LocalRunner,
-                  kubernetes: KubernetesRunner,
-                ) => (config.runner === 'local' ? local : kubernetes),
-              },
-            ]
-          : [{ provide: BuildRunner, useClass: runner }],
-      exports: [BuildRunner],
-    };
+  static forRoot(config: Pick<KilnConfig, 'runner'>, runner?: Type<BuildRunner>): DynamicModule {
+    const bound: Pick<DynamicModule, 'imports' | 'providers'> =
+      runner !== undefined
+        ? {
+            imports: [
+              LifecycleModule,
+              LogsModule,
+              KubernetesModule,
+              ArtifactsModule,
+              BuildAccessModule,
+            ],
+            providers: [{ provide: BuildRunner, useClass: runner }],
+          }
+        : config.runner === 'local'
+          ? {
+              imports: [LifecycleModule, LogsModule, ArtifactsModule, BuildAccessModule],
+              providers: LOCAL_RUNNER,
+            }
+          : {
+              imports: [KubernetesModule],
+              providers: [{ provide: BuildRunner, useClass: KubernetesRunner }],
+            };
+    return { module: RunnersModule, global: true, ...bound, exports: [BuildRunner] };
   }
 }

@@ -101,7 +101,6 @@ export class LocalRunner
    * and the builds failed rather than left to hang.
    */
   async onApplicationBootstrap(): Promise<void> {
-    if (this.config.runner !== 'local') return;
     await this.stopLeftovers();
     for (const id of await this.lifecycle.runningWithRunner(RUNNER_PREFIX)) {
       if (this.runs.has(id)) continue;
