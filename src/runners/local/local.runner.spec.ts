@@ -1,0 +1,384 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DataSource } from 'typeorm';
+import { SPDX } from '../../../test/support/artifact-documents.js';
+import { TEST_JWT_SECRET, TEST_SECRETS_KEY } from '../../../test/support/auth.js';
+import { referenceSpec } from '../../../test/support/build-specs.js';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
+import { type ChildScript, FakeProcesses } from '../../../test/support/fake-processes.js';
+import { LogCapture } from '../../../test/support/log-capture.js';
+import { KILN_ENTITIES } from '../../app.entities.js';
+import { AppModule } from '../../app.module.js';
+import { BuildArtifacts } from '../../artifacts/build-artifacts.js';
+import { loadConfig } from '../../config/config.js';
+import { createDataSource } from '../../database/data-source.js';
+import type { BuildEntity } from '../../lifecycle/build.entity.js';
+import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
+import type { BuildSpec } from '../../manifest/build-spec.js';
+import { BuildRunner } from '../build-runner.js';
+import type { ChildStart } from './processes.js';
+import { Processes } from './processes.js';
+
+const REPOSITORY = 'registry.test/kiln/web';
+const DIGEST = `sha256:${'ab'.repeat(32)}`;
+const GRACE_MS = 1_000;
+
+/** A kiln of the api role on a real database whose local runner starts children through `processes`. */
+interface Ground {
+  readonly app: INestApplication;
+  readonly runner: BuildRunner;
+  readonly lifecycle: BuildLifecycle;
+  readonly dataDir: string;
+  readonly logs: LogCapture;
+  close(): Promise<void>;
+}
+
+async function startKiln(
+  database: TestDatabase,
+  dataSource: DataSource,
+  processes: FakeProcesses,
+  dataDir = mkdtempSync(join(tmpdir(), 'kiln-runner-')),
+): Promise<Ground> {
+  const config = loadConfig(
+    {
+      KILN_JWT_SECRET: TEST_JWT_SECRET,
+      KILN_SECRETS_KEY: TEST_SECRETS_KEY,
+      KILN_ROLE: 'api',
+      KILN_RUNNER: 'local',
+      KILN_DATA_DIR: dataDir,
+      KILN_CANCEL_GRACE_SECONDS: String(GRACE_MS / 1000),
+      DATABASE_URL: database.url,
+    },
+    dataDir,
+  );
+  const logs = new LogCapture();
+  const module = await Test.createTestingModule({
+    imports: [AppModule.forRoot(config, dataSource, logs.logger)],
+  })
+    .overrideProvider(Processes)
+    .useValue(processes)
+    .compile();
+  // The api role's log WebSocket needs an HTTP server (never listening here).
+  const app = module.createNestApplication({ logger: false });
+  await app.init();
+  return {
+    app,
+    runner: app.get(BuildRunner),
+    lifecycle: app.get(BuildLifecycle),
+    dataDir,
+    logs,
+    async close() {
+      await app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What buildah does: `bud` prints its steps; `push` writes the digest file it is given. */
+function buildah(overrides: { bud?: ChildScript; push?: ChildScript } = {}) {
+  return (child: ChildStart): ChildScript => {
+    if (child.args.includes('bud')) {
+      return overrides.bud ?? { lines: ['STEP 1/1: FROM scratch', 'COMMIT'] };
+    }
+    if (child.args.includes('push')) {
+      const digestFile = child.args[child.args.indexOf('--digestfile') + 1];
+      return (
+        overrides.push ?? {
+          lines: ['Writing manifest to image destination'],
+          effect: async () => {
+            if (digestFile !== undefined) await writeFile(digestFile, DIGEST);
+          },
+        }
+      );
+    }
+    return {};
+  };
+}
+
+/** Medium tests: LocalRunner and its executors on a real database, with a scripted process port. */
+describe('LocalRunner with a scripted process port', () => {
+  let database: TestDatabase;
+  let dataSource: DataSource;
+  let processes: FakeProcesses;
+  let kiln: Ground;
+  let tenantId: string;
+  let projectId: string;
+  let branch = 0;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = createDataSource({
+      url: database.url,
+      logger: new LogCapture().logger,
+      entities: KILN_ENTITIES,
+      poolSize: 4,
+    });
+    await dataSource.initialize();
+    processes = new FakeProcesses();
+    kiln = await startKiln(database, dataSource, processes);
+    [{ id: tenantId }] = await dataSource.query<[{ id: string }]>(
+      'INSERT INTO tenants (name) VALUES ($1) RETURNING id',
+      ['runner'],
+    );
+    [{ id: projectId }] = await dataSource.query<[{ id: string }]>(
+      'INSERT INTO projects (tenant_id, name) VALUES ($1, $2) RETURNING id',
+      [tenantId, 'web'],
+    );
+  });
+
+  afterAll(async () => {
+    await kiln.close();
+    await dataSource.destroy();
+    await database.drop();
+  });
+
+  /** An inline-Dockerfile build pushed to REPOSITORY:v1, moved to in_progress and started. */
+  async function startBuild(spec: Partial<BuildSpec> = {}): Promise<BuildEntity> {
+    const full = referenceSpec({
+      config: { dockerfile: 'FROM scratch\n' },
+      output: { repository: REPOSITORY, tags: ['v1'], registryType: null },
+      ...spec,
+    });
+    const gitBranch = `b${branch++}`;
+    const { build } = await kiln.lifecycle.create({
+      tenantId,
+      projectId,
+      gitBranch,
+      gitCommit: null,
+      method: full.method,
+      config: { form: 'reference', build_args: null },
+      spec: full,
+      specDigest: null,
+    });
+    const started = await kiln.lifecycle.start(tenantId, build.id);
+    await kiln.runner.start(started);
+    return started;
+  }
+
+  async function ended(id: string): Promise<BuildEntity> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const build = await kiln.lifecycle.find(id);
+      if (build !== undefined && !['queued', 'in_progress'].includes(build.status)) return build;
+      if (Date.now() > deadline) throw new Error(`build ${id} is still ${build?.status}`);
+      await new Promise((done) => setTimeout(done, 50));
+    }
+  }
+
+  async function messages(id: string): Promise<string[]> {
+    const rows = await dataSource.query<Array<{ message: string }>>(
+      'SELECT message FROM build_log_lines WHERE build_id = $1 ORDER BY seq',
+      [id],
+    );
+    return rows.map((row) => row.message);
+  }
+
+  async function whenRunning(container: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!processes.running.some((child) => child.start.container === container)) {
+      if (Date.now() > deadline) throw new Error(`no ${container} child started`);
+      await new Promise((done) => setTimeout(done, 20));
+    }
+  }
+
+  const storage = (id: string) => join(kiln.dataDir, 'builds', id, 'storage');
+
+  it('succeeds a Dockerfile build, recording the image by the digest buildah wrote and its lines', async () => {
+    processes.script = buildah();
+
+    const build = await ended((await startBuild()).id);
+
+    expect(build).toMatchObject({
+      status: 'success',
+      imageDigest: DIGEST,
+      images: [`${REPOSITORY}:v1@${DIGEST}`],
+    });
+    expect(await messages(build.id)).toEqual(
+      expect.arrayContaining([
+        'STEP 1/1: FROM scratch',
+        'Writing manifest to image destination',
+        `[kiln] pushed ${REPOSITORY}:v1`,
+      ]),
+    );
+    expect(processes.workingContainers).not.toContain(storage(build.id));
+  });
+
+  it("fails a build whose builder exits non-zero with the builder's error line, and cleans up", async () => {
+    const error = 'Error: building at STEP "RUN false": exit status 1';
+    processes.script = buildah({ bud: { lines: ['STEP 1/2: FROM scratch', error], code: 1 } });
+
+    const build = await ended((await startBuild()).id);
+
+    expect(build).toMatchObject({
+      status: 'failed',
+      failureReason: 'BuildFailed',
+      errorMessage: error,
+    });
+    expect(existsSync(join(kiln.dataDir, 'builds', build.id, 'source'))).toBe(false);
+    expect(processes.workingContainers).not.toContain(storage(build.id));
+  });
+
+  it('fails a build whose builder printed past the output limit, saying so', async () => {
+    processes.script = buildah({
+      bud: { lines: ['STEP 1/1: FROM scratch'], outputLimitReached: true },
+    });
+
+    const build = await ended((await startBuild()).id);
+
+    expect(build).toMatchObject({ status: 'failed', failureReason: 'BuildFailed' });
+    expect(build.errorMessage).toMatch(
+      /^buildah printed more than \d+ bytes of output, so kiln stopped the build/,
+    );
+  });
+
+  it('stops a builder that outlives the timeout with the cancel grace and fails the build as TimedOut', async () => {
+    processes.script = buildah({ bud: { lines: ['STEP 1/2: FROM scratch'], hang: true } });
+
+    const build = await ended((await startBuild({ timeoutSeconds: 1 })).id);
+
+    expect(build).toMatchObject({ status: 'failed', failureReason: 'TimedOut' });
+    expect(build.errorMessage).toContain('longer than its timeout of 1 s');
+    const builder = processes.children.find(
+      (child) => child.start.args.includes('bud') && child.start.buildDir.endsWith(build.id),
+    );
+    expect(builder).toMatchObject({ running: false, stoppedWithGraceMs: GRACE_MS });
+    expect(processes.workingContainers).not.toContain(storage(build.id));
+  });
+
+  it('cancel stops the running builder and returns once the build is cleaned up', async () => {
+    processes.script = buildah({ bud: { lines: ['STEP 1/2: FROM scratch'], hang: true } });
+    const started = await startBuild();
+    await whenRunning('build');
+
+    const cancelled = await kiln.lifecycle.cancel(tenantId, started.id, null);
+    await kiln.runner.cancel(cancelled);
+
+    expect(processes.running).toEqual([]);
+    expect(processes.workingContainers).not.toContain(storage(started.id));
+    expect(existsSync(join(kiln.dataDir, 'builds', started.id, 'source'))).toBe(false);
+    expect(await kiln.lifecycle.find(started.id)).toMatchObject({ status: 'cancelled' });
+    expect(await messages(started.id)).toContain('[kiln] cancelled; the build was stopped');
+  });
+
+  it('stores the SBOM the step CLI wrote for the pushed digest', async () => {
+    const build = buildah();
+    processes.installed.add('syft');
+    processes.script = (child) =>
+      child.container === 'sbom'
+        ? {
+            effect: () =>
+              writeFile(join(child.buildDir, 'steps', 'sbom.json'), JSON.stringify(SPDX)),
+          }
+        : build(child);
+
+    const done = await ended((await startBuild({ sbomTool: 'syft' })).id);
+
+    expect(done).toMatchObject({ status: 'success' });
+    expect(await messages(done.id)).toContain(
+      `[kiln] the SBOM step runs syft against ${REPOSITORY}@${DIGEST}`,
+    );
+    const sbom = await kiln.app.get(BuildArtifacts).sbom(tenantId, done.id);
+    expect(sbom).toMatchObject({ tool: 'syft', document: SPDX });
+  });
+
+  it('skips a step whose CLI is not on PATH, saying so, and still succeeds', async () => {
+    processes.installed.delete('syft');
+    processes.script = buildah();
+
+    const build = await ended((await startBuild({ sbomTool: 'syft' })).id);
+
+    expect(build).toMatchObject({ status: 'success' });
+    expect(await messages(build.id)).toContain(
+      '[kiln] the SBOM step is skipped: syft is not installed on this machine (kiln looked on PATH)',
+    );
+  });
+
+  it('fails a paketo build on a machine without pack before any child runs, naming the CLI', async () => {
+    processes.installed.delete('pack');
+    const paketo = { paketo_config: { builder: 'paketobuildpacks/builder-jammy-base' } };
+
+    const build = await ended((await startBuild({ method: 'paketo', config: paketo })).id);
+
+    expect(build).toMatchObject({ status: 'failed', failureReason: 'InvalidSpec' });
+    expect(build.errorMessage).toContain('paketo builds need the `pack` CLI');
+    expect(processes.children.filter((child) => child.start.buildDir.endsWith(build.id))).toEqual(
+      [],
+    );
+  });
+
+  it('publishes a paketo build with pack and skips the steps, which need a digest pack does not give', async () => {
+    processes.installed.add('pack');
+    processes.script = () => ({ lines: ['===> EXPORTING', 'Successfully built image'] });
+    const paketo = { paketo_config: { builder: 'paketobuildpacks/builder-jammy-base' } };
+
+    const build = await ended(
+      (await startBuild({ method: 'paketo', config: paketo, sbomTool: 'syft' })).id,
+    );
+
+    expect(build).toMatchObject({ status: 'success', images: [] });
+    expect(await messages(build.id)).toEqual(
+      expect.arrayContaining([
+        'Successfully built image',
+        `[kiln] pushed ${REPOSITORY}:v1`,
+        '[kiln] the SBOM (syft) step is skipped: it needs a pushed image, and kiln does not learn the digest of the image pack publishes',
+      ]),
+    );
+  });
+
+  it('fails a packer build whose template does not validate as InvalidSpec, with packer’s error', async () => {
+    processes.installed.add('packer');
+    processes.script = (child) =>
+      child.args[0] === 'validate'
+        ? { lines: ['Error: Unknown root level key: bulders'], code: 1 }
+        : {};
+    const packer = { packer_template: '{"bulders": []}' };
+
+    const build = await ended((await startBuild({ method: 'packer', config: packer })).id);
+
+    expect(build).toMatchObject({
+      status: 'failed',
+      failureReason: 'InvalidSpec',
+      errorMessage: 'packer validate failed: Error: Unknown root level key: bulders',
+    });
+  });
+
+  it('after a restart, stops the groups a killed kiln left and fails the builds it ran', async () => {
+    // As a kiln that was SIGKILLed leaves a build: in progress under its pid, its checkout there.
+    const { build } = await kiln.lifecycle.create({
+      tenantId,
+      projectId,
+      gitBranch: 'left-behind',
+      gitCommit: null,
+      method: 'kaniko',
+      config: { form: 'reference', build_args: null },
+      spec: referenceSpec(),
+      specDigest: null,
+    });
+    await kiln.lifecycle.start(tenantId, build.id);
+    await kiln.lifecycle.setRunnerRef(build.id, 'local:1');
+    const dir = join(kiln.dataDir, 'builds', build.id);
+    await mkdir(join(dir, 'source'), { recursive: true });
+    const next = new FakeProcesses();
+    next.orphans.set(dir, 2);
+
+    const restarted = await startKiln(database, dataSource, next, kiln.dataDir);
+    try {
+      expect(await restarted.lifecycle.find(build.id)).toMatchObject({
+        status: 'failed',
+        failureReason: 'InternalError',
+        errorMessage: 'kiln restarted while this build ran; retry it',
+      });
+      expect(existsSync(join(dir, 'source'))).toBe(false);
+      expect(restarted.logs.find((line) => line['groups'] === 2)).toMatchObject({
+        build_id: build.id,
+        msg: 'stopped the processes of a build that a previous kiln process left running',
+      });
+    } finally {
+      await restarted.app.close();
+    }
+  });
+});
