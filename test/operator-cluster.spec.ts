@@ -32,14 +32,14 @@ if (REAL_CLUSTER_KUBECONFIG !== undefined)
   console.warn(`KUBECONFIG is set: the operator suite on any cluster runs against that cluster`);
 
 /**
- * The operator end to end on any Kubernetes (TESTPLAN: "keep the e2e suite able to target a real
- * cluster through KUBECONFIG"): kiln (KILN_ROLE=all, KILN_RUNNER=kubernetes) reaches the cluster
- * through a kubeconfig only, and the test looks through kiln's REST API, its WebSocket and
- * kubectl, nothing else. With KUBECONFIG set it runs on that cluster (the builder images run for
- * real; KILN_TEST_REGISTRY names a registry they can push to); without, on the API server double
- * started as its own process, whose kubelet runs each builder image by a script. The suites that
- * inject faults through the double's hooks run on the double only; they say so when KUBECONFIG is
- * set.
+ * The operator end to end on any Kubernetes, so that the suite can target a real cluster through
+ * KUBECONFIG (docs/development.md, "The operator suites and a real cluster"): kiln (KILN_ROLE=all,
+ * KILN_RUNNER=kubernetes) reaches the cluster through a kubeconfig only, and the test looks through
+ * kiln's REST API, its WebSocket and kubectl, nothing else. With KUBECONFIG set it runs on that
+ * cluster (the builder images run for real; KILN_TEST_REGISTRY names a registry they can push to);
+ * without, on the API server double started as its own process, whose kubelet runs each builder
+ * image by a script. The suites that inject faults through the double's hooks run on the double
+ * only; they say so when KUBECONFIG is set.
  */
 describe('the operator on any cluster', () => {
   let dir: string;

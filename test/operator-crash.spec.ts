@@ -41,8 +41,9 @@ interface KillPoint {
 }
 
 /**
- * How many random kill points OP-02 tries besides the two fixed ones: 3 in `make test` (each
- * costs ~7 s: two operator processes and a build); TESTPLAN's 50 with KILN_OP02_RANDOM_POINTS=48.
+ * How many random kill points OP-02 tries besides the two fixed ones: 3 in `make test` (each costs
+ * ~7 s: two operator processes and a build); the scenario's 50 with KILN_OP02_RANDOM_POINTS=48
+ * (docs/test-scenarios.md).
  */
 const RANDOM_KILL_POINTS = Number(process.env['KILN_OP02_RANDOM_POINTS'] ?? 3);
 if (!Number.isSafeInteger(RANDOM_KILL_POINTS) || RANDOM_KILL_POINTS < 0)
@@ -72,7 +73,7 @@ const KILL_POINTS: KillPoint[] = [
 noteDoubleOnly('the operator SIGKILLed');
 
 /**
- * The operator killed for real (TESTPLAN OP-02, LOG-06): `node dist/main.js` with
+ * The operator killed for real (OP-02, LOG-06 in docs/test-scenarios.md): `node dist/main.js` with
  * KILN_ROLE=operator as a child process, SIGKILLed (no shutdown hook runs, the Lease is not
  * released, requests in flight are cut), then a new child started, as a Deployment would after a
  * crash or an OOM kill. The ground (operator-ground.ts) holds the API kiln, the Kubernetes API

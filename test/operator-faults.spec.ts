@@ -16,13 +16,14 @@ import { noteDoubleOnly } from './support/kube/cluster-target.js';
 noteDoubleOnly('the operator under faults');
 
 /**
- * The operator's fault suite (TESTPLAN OP-01..05, OP-08, OP-09, OP-11, OP-12, LOG-07, LOG-08): an
- * API-only kiln (KILN_ROLE=api) and one or more operator-only ones (KILN_ROLE=operator) share one
- * Postgres database, as separate replicas would, against the Kubernetes API server double over
- * HTTP. Each test injects its fault through the double's hooks or a TCP proxy (in front of
- * Postgres or the API server) and asserts the end state: the build's record, its Build resource,
- * its Job, its stored log. Operators stop with `close()`: a graceful stop (in-flight reconciles
- * return, the Lease is released) stands in for a kill, except where a proxy cuts one off.
+ * The operator's fault suite (OP-01..05, OP-08, OP-09, OP-11, OP-12, LOG-07, LOG-08 in
+ * docs/test-scenarios.md): an API-only kiln (KILN_ROLE=api) and one or more operator-only ones
+ * (KILN_ROLE=operator) share one Postgres database, as separate replicas would, against the
+ * Kubernetes API server double over HTTP. Each test injects its fault through the double's hooks or
+ * a TCP proxy (in front of Postgres or the API server) and asserts the end state: the build's
+ * record, its Build resource, its Job, its stored log. Operators stop with `close()`: a graceful
+ * stop (in-flight reconciles return, the Lease is released) stands in for a kill, except where a
+ * proxy cuts one off.
  */
 describe('the operator under faults', () => {
   let ground: OperatorGround;

@@ -26,10 +26,10 @@ const CLIENT_NODE_IDLE_TIMEOUT_MS = 30_000;
 noteDoubleOnly('the operator under watch faults');
 
 /**
- * The operator's watch and identity faults (TESTPLAN OP-06, OP-07, OP-10), on the ground of
- * test/operator-faults.spec.ts: an API-only kiln and operator-only kilns on one Postgres, against
- * the Kubernetes API server double over HTTP. A half-open watch is the double's blackhole, an
- * outage a TCP proxy cut between an operator and the API server, a split brain two operators
+ * The operator's watch and identity faults (OP-06, OP-07, OP-10 in docs/test-scenarios.md), on the
+ * ground of test/operator-faults.spec.ts: an API-only kiln and operator-only kilns on one Postgres,
+ * against the Kubernetes API server double over HTTP. A half-open watch is the double's blackhole,
+ * an outage a TCP proxy cut between an operator and the API server, a split brain two operators
  * each on its own Lease.
  */
 describe('the operator under watch and identity faults', () => {

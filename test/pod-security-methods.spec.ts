@@ -57,12 +57,12 @@ import {
 } from './support/pod-security.js';
 
 /*
- * Pod security per build method (issue 14 item 6; TESTPLAN POD-01, and POD-02 as far as it can be
- * checked without an admission controller): every Job a method renders is admitted at the Pod
- * Security level its file documents (`POD_SECURITY_LEVEL`), keeps the POD-01 hardening, and no
- * manifest can change its service account, privileges, host namespaces, volumes or namespace.
- * The table "Pod Security per build method" in docs/install-kubernetes.md states the same levels
- * (checked below).
+ * Pod security per build method (issue 14 item 6; POD-01 of docs/test-scenarios.md, and POD-02 as
+ * far as it can be checked without an admission controller): every Job a method renders is admitted
+ * at the Pod Security level its file documents (`POD_SECURITY_LEVEL`), keeps the POD-01 hardening,
+ * and no manifest can change its service account, privileges, host namespaces, volumes or
+ * namespace. The table "Pod Security per build method" in docs/install-kubernetes.md states the
+ * same levels (checked below).
  */
 
 type VolumeType = 'emptyDir' | 'configMap' | 'secret';
