@@ -36,7 +36,7 @@ const UPLOAD_ERRORS = {
 
 /**
  * The SBOM and scan results of a build: served to users with `build:read`, uploaded by the
- * build's pod with its upload token (DESIGN.md, "Steps after the image").
+ * build's pod with its upload token (docs/adr/0019-build-steps-and-artifacts.md).
  */
 @ApiTags('builds')
 @ApiTenantScoped()

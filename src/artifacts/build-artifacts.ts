@@ -81,10 +81,10 @@ export interface ScanView {
 export type PolicyVerdict = { readonly pass: true } | { readonly pass: false; message: string };
 
 /**
- * The SBOM and scan results of builds (DESIGN.md, "Steps after the image"): upload tokens, what
- * the steps upload, what the API serves, and the scan policy gate. Documents are checked (an SBOM
- * must be SPDX or CycloneDX JSON; a scan report must be the build's scanner's JSON), then stored
- * gzip-compressed. Which tool wrote them comes from the build's spec, never from the upload.
+ * The SBOM and scan results of builds (docs/adr/0019-build-steps-and-artifacts.md): upload tokens,
+ * what the steps upload, what the API serves, and the scan policy gate. Documents are checked (an
+ * SBOM must be SPDX or CycloneDX JSON; a scan report must be the build's scanner's JSON), then
+ * stored gzip-compressed. Which tool wrote them comes from the build's spec, never from the upload.
  */
 @Injectable()
 export class BuildArtifacts {

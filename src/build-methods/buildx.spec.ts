@@ -29,8 +29,8 @@ import {
 import { dockerfilePlan } from './method.js';
 
 /*
- * Every expected flag is buildctl's, as builders.md §2.2 documents it (Shipwright's strategy
- * [SW-s/buildkit], BuildKit's reference [BK-r], buildctl-daemonless.sh [BK-dl]):
+ * Every expected flag is buildctl's, as BuildKit's README documents it, passed as Shipwright's
+ * buildkit strategy and BuildKit's buildctl-daemonless.sh pass them:
  *   --frontend=dockerfile.v0 --opt=filename=… --local=context=… --local=dockerfile=…
  *   [--opt=target=…] [--opt=build-arg:K=V …] [--opt=platform=a,b] [--secret id=…,src=…]
  *   --output=type=image,name=…,push=true[,registry.insecure=true]
@@ -42,7 +42,7 @@ const DOCKERFILE = 'FROM alpine:3.20\nRUN --mount=type=secret,id=npm cat /run/se
 const SECRET_VALUE = 'npm_s3cr3t-VALUE-that-must-stay-in-the-Secret';
 const SHELL_BAIT = 'a b; rm -rf / && echo "$HOME" `id` $(id) | cat > /x \'q\' \\n';
 
-/** The Dockerfile from the ConfigMap (builders.md §2.2: --opt=filename, --local=dockerfile). */
+/** The Dockerfile from the ConfigMap (buildctl's --opt=filename and --local=dockerfile). */
 const INLINE = ['--local=dockerfile=/kiln/dockerfile', '--opt=filename=Dockerfile'];
 /** What every pushed build ends with: the image output and its metadata (digest) file. */
 const pushed = (name: string, extra = ''): string[] => [
@@ -60,7 +60,7 @@ const CHECKOUT_VOLUMES = [
   { name: 'source-tmp', emptyDir: {} },
 ];
 const OUT_VOLUME = { name: 'kiln-out', emptyDir: {} };
-/** builders.md §2.2: daemon state and XDG_RUNTIME_DIR are emptyDirs ([BK-job], [SW-s/buildkit]). */
+/** Daemon state and XDG_RUNTIME_DIR are emptyDirs (BuildKit's job.rootless.yaml, Shipwright). */
 const SCRATCH_VOLUMES = [
   { name: 'buildkitd', emptyDir: {} },
   { name: 'buildkit-run', emptyDir: {} },
@@ -177,7 +177,7 @@ describe('buildx.jobSpec', () => {
                   name: 'build',
                   image: BUILDKIT_IMAGE,
                   imagePullPolicy: 'IfNotPresent',
-                  // builders.md §2.2 model 1: the daemonless script, one buildkitd per build.
+                  // The daemonless script: one buildkitd per build, in the build's pod.
                   command: ['buildctl-daemonless.sh'],
                   args: [
                     'build',
@@ -202,7 +202,7 @@ describe('buildx.jobSpec', () => {
                     requests: { cpu: '1', memory: '2Gi', 'ephemeral-storage': '2Gi' },
                     limits: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '10Gi' },
                   },
-                  // builders.md §2.2 securityContext (rootless) [BK-job][SW-s/buildkit].
+                  // Rootless BuildKit's securityContext (job.rootless.yaml, Shipwright).
                   securityContext: {
                     runAsUser: 1000,
                     runAsGroup: 1000,
@@ -342,7 +342,7 @@ describe('buildx.jobSpec', () => {
       ],
     },
     {
-      name: 'the registry cache in the named cache repository, tagged buildcache (builders.md §2.2)',
+      name: 'the registry cache in the named cache repository, tagged buildcache',
       spec: wizard(
         { registry_repository: 'reg.io/team/app', cache: true, cache_repo: 'reg.io/team/cache' },
         { environment: {} },
@@ -761,7 +761,7 @@ describe('every buildx Job', () => {
 
       expect(POD_SECURITY_LEVEL).toBe('privileged');
       // Privileged admits any pod. Baseline refuses it for the builder's two Unconfined profiles
-      // alone (reliability.md §3.8), so no lower level will do:
+      // alone, so no lower level will do:
       expect(baselineViolations(pod, metadata)).toEqual([
         'container build: AppArmor Unconfined',
         'container build: seccomp Unconfined',

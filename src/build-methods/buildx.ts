@@ -58,14 +58,15 @@ export const buildx: BuildMethod = {
  * The Pod Security level a buildx build namespace must allow: **privileged**. Rootless BuildKit
  * needs seccomp and AppArmor `Unconfined` (unshare and mount for its user namespace; BuildKit's
  * docs: "you still need to pass `--security-opt seccomp=unconfined --security-opt
- * apparmor=unconfined`"), and PSS baseline forbids both (reliability.md §3.8: "violates Baseline
- * … needs a PSS privileged namespace"). It runs as uid 1000, not privileged, with the runtime's
- * default capabilities; `--oci-worker-no-process-sandbox` lets RUN steps signal (and perhaps
- * ptrace) the daemon in the same container, which holds nothing but this build.
+ * apparmor=unconfined`"), and PSS baseline forbids both (baseline allows no `Unconfined` seccomp
+ * profile and no AppArmor override), so only a privileged namespace admits it. It runs as uid 1000,
+ * not privileged, with the runtime's default capabilities; `--oci-worker-no-process-sandbox` lets
+ * RUN steps signal (and perhaps ptrace) the daemon in the same container, which holds nothing but
+ * this build.
  */
 export const POD_SECURITY_LEVEL: PodSecurityLevel = 'privileged';
 
-/** The rootless image's user (uid 1000 maps to root in its user namespace; builders.md §2.2). */
+/** The rootless image's user (uid 1000 maps to root in its user namespace). */
 const BUILDKIT_USER = 1000;
 const BUILDKIT_HOME = '/home/user';
 /** Where the credentials Secret's `config.json` is mounted: the image user's `~/.docker`. */
@@ -76,15 +77,14 @@ export const BUILDKIT_METADATA_FILE = `${OUT_DIR}/buildkit-metadata.json`;
 export const BUILDKIT_OCI_TARBALL = `${OUT_DIR}/image.oci.tar`;
 
 /**
- * Rootless BuildKit's container security context, as builders.md §2.2 gives it from BuildKit's
- * examples/kubernetes/job.rootless.yaml [BK-job] and Shipwright's strategy [SW-s/buildkit]:
- * uid/gid 1000 (the image's user; another needs a rebuilt image), seccomp and AppArmor
- * `Unconfined` at container level, so the `source` container keeps RuntimeDefault. No_new_privs
- * stays off (`allowPrivilegeEscalation: true`, as Shipwright sets it): rootlesskit maps the user
- * namespace with the setuid `newuidmap`/`newgidmap`. Not privileged, no capability added (the
- * runtime's default set has SETUID/SETGID, which Shipwright adds back only because Tekton drops
- * them). The root filesystem stays writable: buildctl-daemonless.sh makes its temporary
- * directory under /tmp.
+ * Rootless BuildKit's container security context, after BuildKit's
+ * examples/kubernetes/job.rootless.yaml and Shipwright's buildkit strategy: uid/gid 1000 (the
+ * image's user; another needs a rebuilt image), seccomp and AppArmor `Unconfined` at container
+ * level, so the `source` container keeps RuntimeDefault. No_new_privs stays off
+ * (`allowPrivilegeEscalation: true`, as Shipwright sets it): rootlesskit maps the user namespace
+ * with the setuid `newuidmap`/`newgidmap`. Not privileged, no capability added (the runtime's
+ * default set has SETUID/SETGID, which Shipwright adds back only because Tekton drops them). The
+ * root filesystem stays writable: buildctl-daemonless.sh makes its temporary directory under /tmp.
  */
 export const BUILDKIT_SECURITY_CONTEXT: V1SecurityContext = {
   runAsUser: BUILDKIT_USER,
@@ -103,9 +103,9 @@ const CACHE_REFERENCE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/;
 
 /**
  * The Job of a buildx build: `buildctl-daemonless.sh build` in the rootless BuildKit image
- * (builders.md §2.2 [BK-dl]), which starts a buildkitd for this build alone. Every user value is
- * one argv element; the script hands them to buildctl as `"$@"`, so no shell parses them.
- * Secret values never enter the Job: they are files of the build's Secret.
+ * (BuildKit's examples/buildctl-daemonless), which starts a buildkitd for this build alone. Every
+ * user value is one argv element; the script hands them to buildctl as `"$@"`, so no shell parses
+ * them. Secret values never enter the Job: they are files of the build's Secret.
  */
 export function buildxJob(
   spec: BuildSpec,
@@ -132,7 +132,7 @@ export function buildxJob(
   const dockerfileDir = dockerfile.dockerfile === undefined ? SOURCE_DIR : FILES_DIR;
   const args = [
     'build',
-    // The flags below are buildctl's (builders.md §2.2, after Shipwright's strategy and [BK-r]).
+    // The flags below are buildctl's (BuildKit's README), as Shipwright's strategy passes them.
     '--frontend=dockerfile.v0',
     `--local=context=${contextDir}`,
     `--local=dockerfile=${dockerfileDir}`,
@@ -180,8 +180,8 @@ export function buildxJob(
       command: ['buildctl-daemonless.sh'],
       args,
       env: [
-        // builders.md §2.2 [BK-rl]: no process sandbox, since Kubernetes has no equivalent of
-        // `systempaths=unconfined`.
+        // No process sandbox, since Kubernetes has no equivalent of `systempaths=unconfined`
+        // (BuildKit's docs/rootless.md).
         { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
         // Shipwright's runtime directory, an emptyDir below (rootlesskit and the daemon socket).
         { name: 'XDG_RUNTIME_DIR', value: `${BUILDKIT_HOME}/.local/tmp` },
@@ -210,7 +210,7 @@ export function buildxJob(
 }
 
 /**
- * BuildKit registry cache flags (builders.md §2.2: `--export-cache type=registry,ref=…,mode=max`,
+ * BuildKit registry cache flags (`--export-cache type=registry,ref=…,mode=max`,
  * `--import-cache type=registry,ref=…`). `cache: true` exports to and imports from
  * `cacheReference` (tag `buildcache`); `cache_to` names the export instead and `cache_from` adds
  * imports. Each is a registry reference, or buildx's own spelling `type=registry,ref=<reference>`;
@@ -258,9 +258,10 @@ function cacheFlags(
 }
 
 /**
- * `<reference>`, or BuildKit's registry cache spelling `type=registry,ref=<reference>[,mode=min|max]`
- * (builders.md §2.2) → the reference and the mode given; anything else undefined. Other cache
- * types (local, s3, gha…) and other attributes are refused: they would reach outside the build.
+ * `<reference>`, or BuildKit's registry cache spelling
+ * `type=registry,ref=<reference>[,mode=min|max]` → the reference and the mode given; anything else
+ * undefined. Other cache types (local, s3, gha…) and other attributes are refused: they would reach
+ * outside the build.
  */
 function registryCache(entry: string): { reference: string; mode?: string } | undefined {
   const text = entry.trim();

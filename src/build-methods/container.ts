@@ -33,7 +33,7 @@ export const container: BuildMethod = {
     }
   },
   localPlan: plan,
-  /** On Kubernetes kaniko builds the generated Containerfile (builders.md §2.3). */
+  /** On Kubernetes kaniko builds the generated Containerfile, from the build's ConfigMap. */
   jobSpec: (spec, context) => kanikoJob(spec, context, plan(spec)),
 };
 

@@ -5,8 +5,8 @@ import { SOURCE_SCRIPT } from './source-container.js';
 import { STEP_SCRIPT } from './steps.js';
 
 /**
- * The hardening rules every build Job keeps (docs/adr/0014-job-translation.md), as problems found in
- * `job`: empty when it keeps them all. The table tests check every translation with it; the
+ * The hardening rules every build Job keeps (docs/adr/0014-job-translation.md), as problems found
+ * in `job`: empty when it keeps them all. The table tests check every translation with it; the
  * reconciler may check a Job with it before creating one.
  */
 export function hardeningProblems(job: V1Job): string[] {

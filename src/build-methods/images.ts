@@ -1,6 +1,6 @@
 /**
- * The images a build Job runs, each pinned by a tag and its digest (DESIGN.md, "The reconcile
- * loop"; a digest is immutable, so `imagePullPolicy: IfNotPresent` cannot pick up a moved tag).
+ * The images a build Job runs, each pinned by a tag and its digest (a digest is immutable, so
+ * `imagePullPolicy: IfNotPresent` cannot pick up a moved tag).
  * They are defaults: an operator overrides them through `JobSettings` (config wiring checks
  * `isPinnedByDigest`).
  *
@@ -60,8 +60,8 @@ export const BUILDKIT_IMAGE =
   'moby/buildkit:v0.33.1-rootless@sha256:f8a833b2de9d68e27f0815e4a737abdfaf8a2e4c615650557df11025101557b4';
 
 /**
- * Packer 1.16.1, the newest release any public source pins (builders.md §2.5 names the image;
- * `ENTRYPOINT ["/bin/packer"]`). packer.ts runs it.
+ * Packer 1.16.1, the newest release any public source pins (HashiCorp's official image, whose
+ * Dockerfile sets `ENTRYPOINT ["/bin/packer"]`). packer.ts runs it.
  * Sources: two unrelated public Dockerfiles pin this string: a packer + upctl image laid out as
  * rwunderer/packer-upctl's Dockerfile is (a Renovate bump from the 1.16.0 pin of its commit
  * e566db14d6857bd43a0842380d478eb18092cbc8), and a terraform/packer/alpine tools image.
@@ -111,10 +111,10 @@ const SYFT_IMAGE =
   'anchore/syft:v1.44.0-debug@sha256:6dd8fb28e1b799e7cadaff6be2ec6d555757c4eeec0c0e48162f20b042ffa1ff';
 
 /**
- * trivy 0.75.0 (alpine, /bin/sh), after the March 2026 compromise of 0.69.4–0.69.6 (builders.md
- * §2.7). Sources: nine public files (Makefiles, CI and release scripts), by their content from
- * different projects, pin this exact string; the code search that found them (2026-11-27) does
- * not name their repositories.
+ * trivy 0.75.0 (alpine, /bin/sh), after the March 2026 compromise of 0.69.4–0.69.6 (CVE-2026-33634,
+ * GHSA-69fq-xp46-6x23: malicious releases, and `latest` tags pointing at them). Sources: nine
+ * public files (Makefiles, CI and release scripts), by their content from different projects, pin
+ * this exact string; the code search that found them (2026-11-27) does not name their repositories.
  */
 const TRIVY_IMAGE =
   'aquasec/trivy:0.75.0@sha256:af6acf9a6b85dfe389a1941505c0ce9efef52a4719635e1a962f022a3d855daa';

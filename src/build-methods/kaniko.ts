@@ -64,16 +64,16 @@ export const POD_SECURITY_LEVEL: PodSecurityLevel = 'baseline';
 export const KANIKO_DOCKER_CONFIG = '/kaniko/.docker';
 
 /**
- * kaniko runs as root and is not privileged, following builders.md §2.1 exactly: Tekton catalog's
- * task sets `runAsUser: 0` ("kaniko assumes it is running as root… Adding this securityContext
- * makes it explicit") and Shipwright's sample adds `runAsGroup: 0` and the capabilities
- * CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID, SETFCAP, KILL ("not privileged"). kaniko unpacks
- * the base image over its own root filesystem, so that cannot be read-only. The reference sets no
- * `allowPrivilegeEscalation`, and neither does kiln: the process is root already, and
- * no_new_privs would only break a Dockerfile's `USER app` followed by `RUN sudo …`. No capability
- * is dropped either: RUN steps run in this container with the runtime's default set, as in
- * Shipwright. Every added capability is in the PSS baseline set (reliability.md §3.8), so build
- * namespaces can enforce baseline; never restricted (runAsNonRoot).
+ * kaniko runs as root and is not privileged, as the Tekton catalog and Shipwright run it: Tekton
+ * catalog's task sets `runAsUser: 0` ("kaniko assumes it is running as root… Adding this
+ * securityContext makes it explicit") and Shipwright's sample adds `runAsGroup: 0` and the
+ * capabilities CHOWN, DAC_OVERRIDE, FOWNER, SETGID, SETUID, SETFCAP, KILL ("not privileged").
+ * kaniko unpacks the base image over its own root filesystem, so that cannot be read-only. Neither
+ * sets `allowPrivilegeEscalation`, nor does kiln: the process is root already, and no_new_privs
+ * would only break a Dockerfile's `USER app` followed by `RUN sudo …`. No capability is dropped
+ * either: RUN steps run in this container with the runtime's default set, as in Shipwright. Every
+ * added capability is in the Pod Security Standards' baseline set, so build namespaces can enforce
+ * baseline; never restricted (runAsNonRoot).
  */
 export const KANIKO_SECURITY_CONTEXT: V1SecurityContext = {
   runAsUser: 0,
@@ -147,11 +147,11 @@ export function kanikoJob(
     args.push(`--insecure-registry=${registry}`, `--skip-tls-verify-registry=${registry}`);
   }
   args.push(
-    // Shipwright's choice (builders.md §2.1): less memory than a full snapshot.
+    // Shipwright's choice: less memory than a full snapshot.
     '--snapshot-mode=redo',
-    // The pushed digest becomes the container's termination message (builders.md §2.0).
+    // The pushed digest becomes the container's termination message, where the operator reads it.
     '--digest-file=/dev/termination-log',
-    // Shipwright's workaround for kaniko#2164 (builders.md §2.1).
+    // Shipwright's workaround for kaniko#2164.
     '--ignore-path=/product_uuid',
     // Plain lines for LogSink's parser; the pod follower asks the kubelet for timestamps.
     '--log-format=text',

@@ -352,7 +352,7 @@ describe(validateManifest.name, () => {
       });
     });
 
-    describe('the kaniko output repository (DESIGN.md: a manifest exactly as section 2.7 defines it)', () => {
+    describe('the kaniko output repository (a manifest exactly as spec section 2.7 defines it)', () => {
       const withoutRepository = (tags: string[]): Fixture => {
         const input = wizard('kaniko');
         delete input.build_config.registry_repository;

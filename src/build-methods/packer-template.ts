@@ -1,6 +1,6 @@
 /*
  * Reads a packer template with a real parser and checks a manifest's `builders`, `provisioners`
- * and `post_processors` against what it declares (DESIGN.md, "API details decided here"): legacy
+ * and `post_processors` against what it declares, rather than trusting the manifest: legacy
  * JSON templates with JSON.parse, HCL2 templates with @cdktf/hcl2json (hashicorp/hcl compiled to
  * WebAssembly, the parser packer itself uses). The entries are kept as sent; only their types
  * (and a builder's name) are compared.

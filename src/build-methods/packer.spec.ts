@@ -99,8 +99,9 @@ const BUILDER_RESOURCES = {
 };
 
 /**
- * The flags of builders.md §2.5 for each command: `packer build -color=false -timestamp-ui
- * -on-error=cleanup|… -var k=v …`, `packer validate [-syntax-only] …`, `packer init <file>`.
+ * The flags packer's documentation lists for each command:
+ * `packer build -color=false -timestamp-ui -on-error=cleanup|… -var k=v …`,
+ * `packer validate [-syntax-only] …`, `packer init <file>`.
  */
 const DOCUMENTED_FLAGS: Record<string, RegExp> = {
   build:
@@ -499,7 +500,7 @@ describe('every packer Job', () => {
   });
 
   it.each(cases)(
-    '%s runs packer with no flag builders.md §2.5 does not list',
+    '%s runs packer with no flag its documentation does not list',
     (_name, spec, context) => {
       const job = jobOfTranslation(packer.jobSpec(spec, { ...jobContext, ...context }));
 

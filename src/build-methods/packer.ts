@@ -91,7 +91,7 @@ function reportTemplate(read: TemplateRead, config: TemplateEntries, details: De
 /**
  * The Pod Security level a packer build pod meets. Cloud builders (amazon-ebs, azure-arm,
  * googlecompute, vsphere-iso, …) need only the network and credentials, so packer runs non-root,
- * without capabilities, privilege escalation or a writable root filesystem (builders.md §2.5).
+ * without capabilities, privilege escalation or a writable root filesystem.
  * The `docker` builder needs a Docker daemon and `qemu` needs /dev/kvm: privileged profiles kiln
  * does not offer. A build whose template is known to use them is refused as unsupported (see
  * `packerJob`); one where kiln cannot tell (an HCL2 template with no `builders` given) fails in
@@ -99,7 +99,7 @@ function reportTemplate(read: TemplateRead, config: TemplateEntries, details: De
  */
 export const POD_SECURITY_LEVEL: PodSecurityLevel = 'restricted';
 
-/** Builders that need privileges the restricted pod does not have (builders.md §2.5). */
+/** Builders that need privileges the restricted pod does not have, and what each needs. */
 const PRIVILEGED_BUILDERS: ReadonlyMap<string, string> = new Map([
   ['docker', 'a Docker daemon'],
   ['qemu', '/dev/kvm'],
@@ -108,7 +108,7 @@ const PRIVILEGED_BUILDERS: ReadonlyMap<string, string> = new Map([
 /** The image a packer build runs; images.ts pins it with the Job's other images. */
 export { PACKER_IMAGE };
 
-/** Non-root, nothing to escalate to, read-only root: PSS restricted (reliability.md §3.8). */
+/** Non-root, nothing to escalate to, every capability dropped, read-only root: PSS restricted. */
 export const PACKER_SECURITY_CONTEXT: V1SecurityContext = {
   runAsUser: 65532,
   runAsGroup: 65532,

@@ -28,11 +28,12 @@ import {
 } from './paketo.js';
 
 /*
- * Every expected flag is the CNB lifecycle creator's, as builders.md §2.4 lists them from
- * cmd/lifecycle/creator.go [CNB-lc]: -app -layers -platform -order -run-image -cache-image
- * -insecure-registry (Platform API ≥ 0.13) -tag -report -no-color and the positional <image>.
- * Env: CNB_PLATFORM_API (Shipwright's 0.13), CNB_USER_ID/CNB_GROUP_ID (Jammy: 1001/1000
- * [PK-stack]), DOCKER_CONFIG [TKC]. Build-time env: files /platform/env/<NAME> [SW-s/bp].
+ * Every expected flag is the CNB lifecycle creator's, as the lifecycle's cmd/lifecycle/creator.go
+ * defines them: -app -layers -platform -order -run-image -cache-image -insecure-registry
+ * (Platform API ≥ 0.13) -tag -report -no-color and the positional <image>. Env: CNB_PLATFORM_API
+ * (Shipwright's 0.13), CNB_USER_ID/CNB_GROUP_ID (the Jammy stacks' 1001/1000), DOCKER_CONFIG (as
+ * the Tekton catalog's task sets it). Build-time env: files /platform/env/<NAME>, as Shipwright's
+ * buildpacks strategy writes them.
  */
 
 const JAMMY_BASE = 'paketobuildpacks/builder-jammy-base:latest';
@@ -160,7 +161,7 @@ describe('paketo.jobSpec', () => {
               restartPolicy: 'Never',
               automountServiceAccountToken: false,
               enableServiceLinks: false,
-              // builders.md §2.4's restricted sample: the builder's uid/gid, fsGroup, non-root.
+              // Restricted, as kpack's build pod: the builder's uid/gid, fsGroup, non-root.
               securityContext: {
                 runAsUser: 1001,
                 runAsGroup: 1000,

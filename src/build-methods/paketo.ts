@@ -64,23 +64,23 @@ export function paketoBuilderImage(builder: string): { image: string; mapped: bo
 }
 
 /**
- * The Pod Security level a paketo build namespace must allow: **restricted**. The lifecycle runs
- * as the builder's non-root user with no privilege escalation, every capability dropped and the
- * RuntimeDefault seccomp profile, as kpack runs its build pods (builders.md §2.4 [KP-pod]); the
- * `source` container is restricted already, and the volumes are emptyDir, ConfigMap and Secret.
+ * The Pod Security level a paketo build namespace must allow: **restricted**. The lifecycle runs as
+ * the builder's non-root user with no privilege escalation, every capability dropped and the
+ * RuntimeDefault seccomp profile, as kpack runs its build pods; the `source` container is
+ * restricted already, and the volumes are emptyDir, ConfigMap and Secret.
  */
 export const POD_SECURITY_LEVEL: PodSecurityLevel = 'restricted';
 
 /**
- * The Jammy stacks' build user: uid 1001, gid 1000 (builders.md §2.4 [PK-stack]; Shipwright runs
+ * The Jammy stacks' build user: uid 1001, gid 1000 (Paketo's Jammy stack images; Shipwright runs
  * its strategy so). The lifecycle must run as the builder's CNB_USER_ID/CNB_GROUP_ID; a builder
  * on another stack with other ids would need them configurable.
  */
 export const CNB_USER_ID = 1001;
 export const CNB_GROUP_ID = 1000;
-/** Shipwright's default Platform API (builders.md §2.4); Jammy lifecycles support 0.7 to 0.15. */
+/** Shipwright's default Platform API; Jammy lifecycles support 0.7 to 0.15. */
 export const CNB_PLATFORM_API = '0.13';
-/** Where the credentials Secret's `config.json` is mounted (builders.md §2.4's sample). */
+/** Where the credentials Secret's `config.json` is mounted: the `cnb` user's `~/.docker`. */
 export const CNB_DOCKER_CONFIG = '/home/cnb/.docker';
 /** The lifecycle's report (`-report`): the pushed tags and digest, for the steps after it. */
 export const CNB_REPORT_FILE = `${OUT_DIR}/report.toml`;
@@ -89,9 +89,9 @@ const PLATFORM_DIR = '/platform';
 const ORDER_FILE = 'order.toml';
 
 /**
- * The lifecycle's container: the builder's non-root user, no privilege escalation, no
- * capabilities (kpack's build pod, builders.md §2.4 [KP-pod]). The root filesystem stays
- * writable: buildpacks write to HOME and /tmp.
+ * The lifecycle's container: the builder's non-root user, no privilege escalation, no capabilities,
+ * as kpack's build pod runs it. The root filesystem stays writable: buildpacks write to HOME and
+ * /tmp.
  */
 export const CNB_SECURITY_CONTEXT: V1SecurityContext = {
   runAsUser: CNB_USER_ID,
@@ -106,7 +106,7 @@ export const CNB_SECURITY_CONTEXT: V1SecurityContext = {
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * Never written as platform env: a file named PATH broke pip builds, and the others belong to the
- * shell the buildpacks run in (Shipwright's blocklist, builders.md §2.4 [SW-s/bp]).
+ * shell the buildpacks run in (Shipwright's blocklist).
  */
 export const PLATFORM_ENV_BLOCKLIST: readonly string[] = [
   'PATH',
@@ -121,11 +121,10 @@ const BUILDPACK =
   /^(?:urn:cnb:builder:)?([A-Za-z0-9][A-Za-z0-9./-]*)(?:@([A-Za-z0-9][A-Za-z0-9.+_-]*))?$/;
 
 /**
- * The Job of a paketo build: the CNB lifecycle's `creator` in the builder image (builders.md
- * §2.4: detect, build and export in one container, which pack does for trusted builders). The
- * checkout is the app directory. Environment variables are platform env files (one read-only
- * file per variable under /platform/env), never the lifecycle's own environment; no user value
- * reaches a shell.
+ * The Job of a paketo build: the CNB lifecycle's `creator` in the builder image (detect, build and
+ * export in one container, which pack does for trusted builders). The checkout is the app
+ * directory. Environment variables are platform env files (one read-only file per variable under
+ * /platform/env), never the lifecycle's own environment; no user value reaches a shell.
  */
 export function paketoJob(spec: BuildSpec, context: JobContext, plan: PackPlan): JobTranslation {
   if (context.s3 !== undefined) {
@@ -175,7 +174,7 @@ export function paketoJob(spec: BuildSpec, context: JobContext, plan: PackPlan):
     );
   }
 
-  // Flags from the lifecycle's cmd/lifecycle/creator.go (builders.md §2.4 [CNB-lc]).
+  // Flags from the lifecycle's cmd/lifecycle/creator.go.
   const args = [`-app=${appDir}`, `-layers=${LAYERS_DIR}`, `-platform=${PLATFORM_DIR}`];
   if (order.file !== undefined) args.push(`-order=${FILES_DIR}/${ORDER_FILE}`);
   const runImage = settings.paketoRunImages?.[builder.image];
@@ -188,7 +187,7 @@ export function paketoJob(spec: BuildSpec, context: JobContext, plan: PackPlan):
       args.push(`-cache-image=${cacheImage}`);
     }
   }
-  // Platform API 0.13 has -insecure-registry (builders.md §2.4).
+  // -insecure-registry exists from Platform API 0.13 on (CNB_PLATFORM_API).
   for (const registry of settings.insecureRegistries) args.push(`-insecure-registry=${registry}`);
   for (const tag of moreTags) args.push(`-tag=${tag}`);
   args.push(`-report=${CNB_REPORT_FILE}`, '-no-color', image);
@@ -231,9 +230,9 @@ export function paketoJob(spec: BuildSpec, context: JobContext, plan: PackPlan):
 }
 
 /**
- * The build's environment as platform env files (`/platform/env/<NAME>`, the value as content;
- * builders.md §2.4). Blocklisted names are left out with a note; a name that cannot be an
- * environment variable is refused.
+ * The build's environment as platform env files (`/platform/env/<NAME>`, the value as content, as
+ * the CNB platform spec defines them). Blocklisted names are left out with a note; a name that
+ * cannot be an environment variable is refused.
  */
 function platformEnv(
   env: Readonly<Record<string, string>>,

@@ -2,8 +2,9 @@ import type { Response } from 'express';
 import type { RateLimitInfo } from './errors.js';
 
 /**
- * The spec's rate-limit headers. X-RateLimit-Reset is the Unix time, in whole seconds, at which
- * the window resets (DESIGN.md); a refused request also gets Retry-After in seconds.
+ * The spec's rate-limit headers (docs/api.md). X-RateLimit-Reset is the Unix time, in whole
+ * seconds, at which the window resets: the spec has the client wait until that time. A refused
+ * request also gets Retry-After in seconds.
  */
 export function setRateLimitHeaders(
   response: Response,

@@ -1,7 +1,7 @@
 /**
- * No URL kiln stores or prints carries credentials (DESIGN.md, "API details decided here";
- * docs/adr/0031-credentials-in-urls.md). Credentials are secret references, or a project's git
- * credentials; a URL names a place.
+ * No URL kiln stores or prints carries credentials
+ * (docs/adr/0031-credentials-in-urls-and-masking.md). Credentials are secret references, or a
+ * project's git credentials; a URL names a place.
  *
  * What counts as credentials in a URL's userinfo (`scheme://userinfo@host`): a password
  * (`user:password@`) in any scheme, and any userinfo at all except in `ssh://`, where a bare user

@@ -53,8 +53,8 @@ export interface BuildOutput {
 
 /**
  * Everything a runner needs to run a build, captured once when the build is created and stored
- * with it (DESIGN.md, "Roles and modules"). A retry copies it. Runners read nothing else about a
- * build's content, and the Build resource's `spec` is its projection.
+ * with it (docs/adr/0011-layout-and-roles.md). A retry copies it. Runners read nothing else about
+ * a build's content, and the Build resource's `spec` is its projection.
  */
 export interface BuildSpec {
   readonly version: 1;
@@ -81,7 +81,7 @@ export interface BuildSpec {
 }
 
 /**
- * The digest of what decides a build's output (DESIGN.md, "API details decided here"): method and
+ * The digest of what decides a build's output (docs/adr/0030-duplicate-builds.md): method and
  * its config, source, output, environment and build args. Names, metadata, the SBOM and scan
  * tools, the scan policy, the secret manager and the timeout do not change the image, so two
  * builds differing only there are duplicates. Secret values (stored sealed, which is randomised)
@@ -216,9 +216,9 @@ function resolvedRepository(
 }
 
 /**
- * The repository a build pushes to (DESIGN.md, "API details decided here"): the manifest's
- * `registry_repository`, else the repository of the first tag that is a full image reference, else
- * `<default registry>/<project slug>`; undefined when none gives one.
+ * The repository a build pushes to (docs/adr/0010-hardening.md, "The kaniko repository"): the
+ * manifest's `registry_repository`, else the repository of the first tag that is a full image
+ * reference, else `<default registry>/<project slug>`; undefined when none gives one.
  */
 export function outputRepository(
   registryRepository: string | undefined,

@@ -3,10 +3,10 @@ import { withoutCredentials, withoutCredentialsDeep } from '../../common/url-cre
 import { noteFromMigration } from './notes.js';
 
 /**
- * No URL kiln stores may carry credentials (docs/adr/0031-credentials-in-urls.md). Until now a
- * `user:password@` was accepted in a project's repository URL and in URLs of a tenant's secret
- * manager and registry settings; from there it reached `GET /projects`, `kiln … list`, the spec
- * of every build of the project and failed builds' error messages. This strips the credentials
+ * No URL kiln stores may carry credentials (docs/adr/0031-credentials-in-urls-and-masking.md).
+ * Until now a `user:password@` was accepted in a project's repository URL and in URLs of a tenant's
+ * secret manager and registry settings; from there it reached `GET /projects`, `kiln … list`, the
+ * spec of every build of the project and failed builds' error messages. This strips the credentials
  * from every such stored value and says which rows it changed (never what it removed). Whoever
  * relied on them gives them the supported way: a project's git credentials, or the settings' own
  * secret references.

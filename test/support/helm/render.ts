@@ -5,8 +5,11 @@ import { join } from 'node:path';
 import { parseDocument, type Tags } from 'yaml';
 
 // Renders Helm charts in jest specs with test/support/helm/main.go, a Go program built on Helm's
-// own engine pieces (text/template + sprig) that prints what `helm template` prints. No helm
-// binary installs on these machines; see ../shared/reference/toolchain.md section 8.
+// own engine pieces (text/template + sprig) that prints what `helm template` prints: no helm
+// binary is packaged for the test machines (not in Debian 12, not on npm), while Go and sprig are
+// Debian packages (golang-1.19-go, golang-github-masterminds-sprig-dev,
+// golang-gopkg-yaml.v3-dev) that build it offline in GOPATH mode. `make helm-lint` runs the real
+// helm where it is installed.
 
 const ROOT = join(__dirname, '..', '..', '..');
 const SOURCE = join(__dirname, 'main.go');
