@@ -177,6 +177,8 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         ttlMs: settings.leaseDurationMs,
       },
       logger,
+      // A follower that read its pod's log to the end: the Build's end can be recorded now.
+      wake: (key) => this.runtime?.enqueue(key),
       settings: {
         ...DEFAULT_RECONCILER_SETTINGS,
         job: jobSettingsOf(this.config),

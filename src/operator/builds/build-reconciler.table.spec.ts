@@ -252,6 +252,8 @@ interface Effects {
   /** The record afterwards: status and failure reason (undefined: no record). */
   readonly record: string | undefined;
   readonly requeueAfterMs: number | undefined;
+  /** Keys the log drain woke (from the earlier reconcile on, until things settled after this one). */
+  readonly woken: readonly string[];
 }
 
 interface StatusSummary {
@@ -425,24 +427,32 @@ function containerStatus(name: string, state: V1ContainerStatus['state']): V1Con
 const running = (name: string) =>
   containerStatus(name, { running: { startedAt: ago(100) as unknown as Date } });
 const waiting = (name: string, reason: string) => containerStatus(name, { waiting: { reason } });
-function terminated(name: string, exitCode: number, reason = 'Completed', message?: string) {
+function terminated(
+  name: string,
+  exitCode: number,
+  reason = 'Completed',
+  message?: string,
+  finishedS = 30,
+) {
   return containerStatus(name, {
     terminated: {
       exitCode,
       reason,
       ...(message === undefined ? {} : { message }),
-      startedAt: ago(100) as unknown as Date,
-      finishedAt: ago(30) as unknown as Date,
+      startedAt: ago(finishedS + 70) as unknown as Date,
+      finishedAt: ago(finishedS) as unknown as Date,
     },
   });
 }
-const complete: V1JobStatus = {
+/** A Job that completed `seconds` ago. */
+const completedAgo = (seconds: number): V1JobStatus => ({
   succeeded: 1,
-  completionTime: ago(20) as unknown as Date,
+  completionTime: ago(seconds) as unknown as Date,
   conditions: [
-    { type: 'Complete', status: 'True', lastTransitionTime: ago(20) as unknown as Date },
+    { type: 'Complete', status: 'True', lastTransitionTime: ago(seconds) as unknown as Date },
   ],
-};
+});
+const complete = completedAgo(20);
 const failedJob = (reason: string, message = 'the Job failed'): V1JobStatus => ({
   failed: 1,
   conditions: [
@@ -487,7 +497,9 @@ async function reconcileOnce(given: Given): Promise<Effects> {
   const sink = new FakeSink();
   const podLogs = new FakePodLogs();
   const earlier = given.earlier;
-  let now = NOW;
+  // The process started at the earlier reconcile, or at this one.
+  let now = NOW - (earlier?.sinceS ?? 0) * 1000;
+  const woken: string[] = [];
   /** What the informers' caches hold. */
   let cached = { job: given.job, pod: given.pod };
   const key = `${NS}/${given.build.metadata.name}`;
@@ -518,6 +530,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     cursors: { containerCursor: () => Promise.resolve(undefined) },
     logger: new LogCapture().logger,
     settings: { ...TABLE_SETTINGS, job: DEFAULT_JOB_SETTINGS },
+    wake: (k) => woken.push(k),
     now: () => now,
   };
   const reconciler = new BuildReconciler(deps);
@@ -525,7 +538,6 @@ async function reconcileOnce(given: Given): Promise<Effects> {
   try {
     if (earlier !== undefined) {
       podLogs.live = earlier.log === 'reading';
-      now = NOW - earlier.sinceS * 1000;
       cached = {
         job: 'job' in earlier ? earlier.job : given.job,
         pod: 'pod' in earlier ? earlier.pod : given.pod,
@@ -539,7 +551,8 @@ async function reconcileOnce(given: Given): Promise<Effects> {
       sink.lines.length = 0;
     }
     const result = await reconciler.reconcile(key, signal);
-    return await effectsOf(given, cluster, sink, result?.requeueAfterMs);
+    await settle();
+    return await effectsOf(given, { cluster, sink, woken }, result?.requeueAfterMs);
   } finally {
     await reconciler.stopAll();
   }
@@ -560,8 +573,7 @@ async function settle(): Promise<void> {
 
 async function effectsOf(
   given: Given,
-  cluster: FakeCluster,
-  sink: FakeSink,
+  { cluster, sink, woken }: { cluster: FakeCluster; sink: FakeSink; woken: string[] },
   requeueAfterMs: number | undefined,
 ): Promise<Effects> {
   const id = given.build.metadata.labels?.['kiln.dev/build-id'] ?? cluster.status?.buildId;
@@ -589,6 +601,7 @@ async function effectsOf(
         ? undefined
         : [record.status, record.failureReason].filter((v) => v !== null).join(' '),
     requeueAfterMs,
+    woken: woken.map(anonymous),
   };
 }
 
@@ -880,6 +893,38 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
 
 describe(`${BuildReconciler.name}: running`, () => {
   table({
+    'fails with ImagePullFailed in a process that never saw the build, when its image has failed to pull for longer than the timeout (the pod says since when)':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, { finalizer: true });
+          return {
+            build,
+            job: world.job(record, build, { active: 1 }),
+            pod: world.pod(
+              record,
+              'Pending',
+              {
+                init: [terminated('source', 0, 'Completed', undefined, PULL_TIMEOUT_MS / 1000 + 5)],
+                build: waiting('build', 'ImagePullBackOff'),
+              },
+              { startedS: PULL_TIMEOUT_MS / 1000 + 20 },
+            ),
+          };
+        },
+        want: {
+          writes: ['delete Job kiln-<id>', 'status Build <id>', 'patch Build <id> finalizers=[]'],
+          status: {
+            state: 'failed',
+            condition: 'False/ImagePullFailed',
+            failureReason: 'ImagePullFailed',
+            message: 'image build:1 of container build could not be pulled: ImagePullBackOff',
+            jobName: 'kiln-<id>',
+          },
+          record: 'failed ImagePullFailed',
+          requeueAfterMs: undefined,
+        },
+      },
     'mirrors a running build with its Job and pod while its pod is pending': {
       given: async () => {
         const record = await world.running();
@@ -933,33 +978,9 @@ describe(`${BuildReconciler.name}: running`, () => {
           pod: world.pod(record, 'Pending', { build: waiting('build', 'ImagePullBackOff') }),
         };
       },
-      want: { record: 'in_progress', requeueAfterMs: 5_000 },
+      // The pod says since when: the end of the container before, 30 s ago.
+      want: { record: 'in_progress', requeueAfterMs: PULL_TIMEOUT_MS - 30_000 },
     },
-    'fails with ImagePullFailed once the image failed to pull past the timeout, and stops the Job':
-      {
-        given: async () => {
-          const record = await world.running();
-          const build = world.build(record, { finalizer: true });
-          return {
-            build,
-            job: world.job(record, build, { active: 1 }),
-            pod: world.pod(record, 'Pending', { build: waiting('build', 'ImagePullBackOff') }),
-            earlier: { sinceS: PULL_TIMEOUT_MS / 1000 + 1, log: 'reading' },
-          };
-        },
-        want: {
-          writes: ['delete Job kiln-<id>', 'status Build <id>', 'patch Build <id> finalizers=[]'],
-          status: {
-            state: 'failed',
-            condition: 'False/ImagePullFailed',
-            failureReason: 'ImagePullFailed',
-            message: 'image build:1 of container build could not be pulled: ImagePullBackOff',
-            jobName: 'kiln-<id>',
-          },
-          record: 'failed ImagePullFailed',
-          requeueAfterMs: undefined,
-        },
-      },
   });
 });
 
@@ -1018,6 +1039,8 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
         kilnLines: [],
         record: 'success',
         requeueAfterMs: undefined,
+        // The follower that read the log woke the Build, for this reconcile.
+        woken: [`${NS}/<id>`],
       },
     },
     'records a success without a digest when the push report cannot be read, and says so': {
@@ -1104,12 +1127,54 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
       },
       want: { record: 'failed PodDeleted' },
     },
+    'fails with PodDeleted in a process that never saw the build, when the pod its status names is gone':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, {
+            finalizer: true,
+            status: { buildId: record.id, podName: `kiln-${record.id}-x7k2p` },
+          });
+          return { build, job: world.job(record, build, failedJob('BackoffLimitExceeded')) };
+        },
+        want: {
+          kilnLines: [
+            'WARN: [kiln] the pod was deleted before its log was read: the log of every container is missing',
+          ],
+          record: 'failed PodDeleted',
+          requeueAfterMs: undefined,
+        },
+      },
+    'gives up at once on the pod of a Job that ended longer than the drain deadline ago, in a process that never saw it':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, { finalizer: true });
+          return {
+            build,
+            job: world.job(record, build, completedAgo(DRAIN_DEADLINE_MS / 1000 + 10)),
+          };
+        },
+        want: {
+          kilnLines: [
+            'WARN: [kiln] no pod of the Job was seen within 120 s of its end: the log of every container is missing',
+          ],
+          record: 'success',
+          requeueAfterMs: undefined,
+        },
+      },
     'waits for the log of an ended Job while it is read, and records nothing yet': {
       given: async () => ({
         ...(await endedWith(complete, terminated('build', 0))),
         earlier: { sinceS: 5, log: 'reading' },
       }),
-      want: { ...ALL_QUIET, record: 'in_progress', requeueAfterMs: 250 },
+      // No polling: the follower wakes the key when it is done; this is the drain deadline.
+      want: {
+        ...ALL_QUIET,
+        record: 'in_progress',
+        requeueAfterMs: DRAIN_DEADLINE_MS - 5_000,
+        woken: [],
+      },
     },
     'gives up on a log not read by the drain deadline: a marker, then the end': {
       given: async () => ({
@@ -1122,6 +1187,8 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
             `WARN: [kiln] the log was not read to its end within 120 s of the build's end: all of its lines from container ${container} are missing`,
         ),
         record: 'success',
+        // Given up on by the reconciler, which goes on at once: no wake.
+        woken: [],
       },
     },
     'waits for the pod of an ended Job that the cache has not shown yet': {
@@ -1130,8 +1197,22 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
         const build = world.build(record, { finalizer: true });
         return { build, job: world.job(record, build, complete) };
       },
-      want: { ...ALL_QUIET, record: 'in_progress', requeueAfterMs: 250 },
+      // Until the drain deadline counted from the Job's end (before this process started).
+      want: { ...ALL_QUIET, record: 'in_progress', requeueAfterMs: DRAIN_DEADLINE_MS - 20_000 },
     },
+    'waits the whole drain deadline for the pod of a Job that ended while this process ran (its pod informer may lag)':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, { finalizer: true });
+          return {
+            build,
+            job: world.job(record, build, complete),
+            earlier: { sinceS: 60, log: 'reading', job: world.job(record, build, { active: 1 }) },
+          };
+        },
+        want: { ...ALL_QUIET, record: 'in_progress', requeueAfterMs: DRAIN_DEADLINE_MS },
+      },
   });
 });
 
@@ -1168,7 +1249,7 @@ describe(`${BuildReconciler.name}: cancel and deletion`, () => {
           earlier: { sinceS: 0, log: 'reading', meanwhile: cancel },
         };
       },
-      want: { ...ALL_QUIET, record: 'cancelled', requeueAfterMs: 200 },
+      want: { ...ALL_QUIET, record: 'cancelled', requeueAfterMs: 1_000 },
     },
     'cancels the build of a deleted Build, deletes its Job and lets the Build go': {
       given: async () => {

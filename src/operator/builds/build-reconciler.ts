@@ -7,7 +7,7 @@ import type { ReconcileResult } from '../runtime/controller.js';
 import { BuildEvents } from './build-events.js';
 import { foreignController, JobAssembler } from './job-assembler.js';
 import { LogDrains } from './log-drain.js';
-import { type JobOutcome, outcomeOf, type PushedReport, pullFailing } from './outcome.js';
+import { type JobOutcome, outcomeOf, type PushedReport, pullFailingSince } from './outcome.js';
 import { namespaceOf, type ReconcilerDeps } from './reconciler-ports.js';
 import { RefusedBuild } from './refused-build.js';
 import { Registration } from './registration.js';
@@ -25,7 +25,8 @@ export {
 export { LOGS_FINALIZER };
 
 /**
- * Level-based reconcile of one Build resource (docs/adr/0016-build-reconciler.md): reads the Build, its record in kiln's database, its Job
+ * Level-based reconcile of one Build resource (docs/adr/0016-build-reconciler.md, its parts in
+ * docs/adr/0037-reconciler-in-parts.md): reads the Build, its record in kiln's database, its Job
  * and pod, and acts on that state, never on the event that woke it. kiln's database is the record
  * of a build's state (written only through BuildLifecycle, with conditional transitions); the
  * Build's status mirrors it.
@@ -39,8 +40,6 @@ export { LOGS_FINALIZER };
  * - A build kiln will not run (RefusedBuild) is failed with its reason, for good.
  */
 export class BuildReconciler {
-  private readonly podsSeen = new Set<string>();
-  private readonly pullFailingSince = new Map<string, number>();
   private readonly now: () => number;
   private readonly events: BuildEvents;
   private readonly mirror: StatusMirror;
@@ -113,12 +112,12 @@ export class BuildReconciler {
       case 'queued':
         return this.mirror.mirror(resource, record);
       case 'in_progress':
-        return this.run(resource, record);
+        return this.run(key, resource, record);
       case 'cancelled':
         return this.cancelled(resource, record);
       case 'success':
       case 'failed':
-        return this.ended(resource, record);
+        return this.ended(key, resource, record);
     }
   }
 
@@ -138,7 +137,11 @@ export class BuildReconciler {
     return this.mirror.mirror(resource, created);
   }
 
-  private async run(current: BuildResource, record: BuildEntity): Promise<ReconcileResult | void> {
+  private async run(
+    key: string,
+    current: BuildResource,
+    record: BuildEntity,
+  ): Promise<ReconcileResult | void> {
     const namespace = namespaceOf(current);
     const jobName = buildObjectName(record.id);
     // Goes on from the version the finalizer write answered with: the Job is created in the same
@@ -146,7 +149,7 @@ export class BuildReconciler {
     const resource = await this.mirror.withFinalizer(current);
     let job = this.deps.caches.job(namespace, jobName);
     if (job === undefined) {
-      const assembled = await this.assemble(resource, record);
+      const assembled = await this.assemble(key, resource, record);
       if (assembled === 'refused' || assembled === 'gone') return;
       if (assembled === 'exists') return { requeueAfterMs: 500 }; // the cache catches up
       job = assembled;
@@ -163,40 +166,62 @@ export class BuildReconciler {
     await this.jobs.own(namespace, record.id, job);
 
     const pod = this.deps.caches.podOfJob(namespace, jobName);
-    if (pod !== undefined) this.podsSeen.add(record.id);
     await this.masking.register(record, namespace);
-    this.drains.follow(record, namespace, pod);
-    this.trackPull(record.id, pod);
-
+    this.drains.follow(key, record, namespace, pod);
+    // What earlier reconciles learnt is read back from the cluster, not from this process's
+    // memory: a pod of the Job was seen when the Build's status names it (or this process follows
+    // it, its status write maybe not in the cache yet), and the pod says since when an image
+    // fails to pull.
+    const podSeen =
+      pod !== undefined ||
+      resource.status?.podName !== undefined ||
+      this.drains.isFollowing(record.id);
+    const pullSince = pullFailingSince(pod);
     const outcome = outcomeOf(job, pod, {
       nowMs: this.now(),
-      pullFailingSinceMs: this.pullFailingSince.get(record.id),
+      pullFailingSinceMs: pullSince,
       imagePullTimeoutMs: this.deps.settings.imagePullTimeoutMs,
-      podSeen: this.podsSeen.has(record.id),
+      podSeen,
       timeoutSeconds: record.spec.timeoutSeconds,
     });
     if (outcome === undefined) {
       await this.mirror.mirror(resource, record, { jobName, podName: pod?.metadata?.name });
-      return this.pullFailingSince.has(record.id) ? { requeueAfterMs: 5_000 } : undefined;
+      // No event marks the pull timeout: look again when it runs out.
+      if (pullSince === undefined) return;
+      return { requeueAfterMs: pullSince + this.deps.settings.imagePullTimeoutMs - this.now() };
     }
+    const wait = await this.drain(record, outcome, { pod, podSeen });
+    if (wait !== undefined) return { requeueAfterMs: wait };
+    const ended = await transition(this.deps.lifecycle, record, () => this.record(record, outcome));
+    return this.ended(key, resource, ended);
+  }
+
+  /**
+   * How long the end of the build waits for its log; undefined when it need not wait. The end is
+   * recorded only once every line is stored: a live stream closes at the final status. A
+   * follower that finishes wakes the key; the answer is the time to the wait's deadline.
+   */
+  private async drain(
+    record: BuildEntity,
+    outcome: JobOutcome,
+    { pod, podSeen }: { pod: V1Pod | undefined; podSeen: boolean },
+  ): Promise<number | undefined> {
     // A builder that never started printed nothing: what earlier containers printed is stored.
     if (outcome.kind === 'failed' && outcome.reason === 'ImagePullFailed') {
       await this.drains.stop(record.id);
-    } else if (
-      !this.drains.isFollowing(record.id) &&
-      !(await this.drains.podNeverFollowed(record, this.podsSeen.has(record.id)))
-    ) {
-      return { requeueAfterMs: 250 };
-    } else if (!(await this.drains.drained(record.id, pod === undefined))) {
-      // Record the end only once every line is stored: a live stream closes at the final status.
-      return { requeueAfterMs: 250 };
+      return undefined;
     }
-    const ended = await transition(this.deps.lifecycle, record, () => this.record(record, outcome));
-    return this.ended(resource, ended);
+    if (this.drains.isFollowing(record.id)) {
+      return this.drains.drained(record.id, pod === undefined);
+    }
+    // A Job that does not say when it ended is taken to have ended now, while this process runs.
+    const endedAtMs = outcome.endedAt?.getTime() ?? this.now();
+    return this.drains.podNeverFollowed(record, podSeen, endedAtMs);
   }
 
   /** The Job made for the build; a build kiln will not run is failed and ended here. */
   private async assemble(
+    key: string,
     resource: BuildResource,
     record: BuildEntity,
   ): Promise<Awaited<ReturnType<JobAssembler['assemble']>> | 'refused'> {
@@ -209,7 +234,7 @@ export class BuildReconciler {
         lifecycle.fail(record.id, error.reason, error.message),
       );
       await this.events.emit(resource, 'Warning', error.reason, error.message);
-      await this.ended(resource, failed);
+      await this.ended(key, resource, failed);
       return 'refused';
     }
   }
@@ -258,9 +283,9 @@ export class BuildReconciler {
     const namespace = namespaceOf(resource);
     const jobName = buildObjectName(record.id);
     const job = this.deps.caches.job(namespace, jobName);
-    if (job !== undefined && !(await this.drains.cancelSettled(record.id))) {
-      return { requeueAfterMs: 200 };
-    }
+    // Lines printed up to the cancel are being read: they get a moment, then reading stops.
+    const settling = job === undefined ? undefined : await this.drains.cancelSettled(record.id);
+    if (settling !== undefined) return { requeueAfterMs: settling };
     if (job !== undefined) await this.deps.workloads.deleteJob(namespace, jobName);
     this.forget(record.id);
     await this.mirror.mirror(resource, record);
@@ -268,6 +293,7 @@ export class BuildReconciler {
   }
 
   private async ended(
+    key: string,
     resource: BuildResource,
     record: BuildEntity,
   ): Promise<ReconcileResult | void> {
@@ -282,8 +308,9 @@ export class BuildReconciler {
     }
     // A build that ended while this operator was away: read what its pod still holds.
     await this.masking.register(record, namespace);
-    this.drains.follow(record, namespace, pod);
-    if (!(await this.drains.drained(record.id, pod === undefined))) return { requeueAfterMs: 250 };
+    this.drains.follow(key, record, namespace, pod);
+    const wait = await this.drains.drained(record.id, pod === undefined);
+    if (wait !== undefined) return { requeueAfterMs: wait };
     if (job !== undefined) await this.jobs.own(namespace, record.id, job);
     if (job !== undefined && (job.status?.active ?? 0) > 0) {
       // Ended while its pod still runs (an image that cannot be pulled): stop it.
@@ -302,12 +329,5 @@ export class BuildReconciler {
     this.drains.forget(buildId);
     this.jobs.forget(buildId);
     this.masking.forget(buildId);
-    this.podsSeen.delete(buildId);
-    this.pullFailingSince.delete(buildId);
-  }
-
-  private trackPull(buildId: string, pod: V1Pod | undefined): void {
-    if (!pullFailing(pod)) this.pullFailingSince.delete(buildId);
-    else if (!this.pullFailingSince.has(buildId)) this.pullFailingSince.set(buildId, this.now());
   }
 }

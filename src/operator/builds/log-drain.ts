@@ -5,125 +5,174 @@ import { BuildLogFollower } from './log-follower.js';
 import { containerStates, containersInOrder } from './pod-state.js';
 import type { ReconcilerDeps } from './reconciler-ports.js';
 
-interface Following {
+/**
+ * One follower of this process and the waits on it. Its times are this follower's own: a new
+ * process has no follower, and one it starts gets a whole drain deadline to read what the pod
+ * still holds, as the first did.
+ */
+interface Drain {
   readonly follower: BuildLogFollower;
   readonly pod: string;
   readonly containers: readonly string[];
   finished: boolean;
+  /** Stopped or abandoned by the reconciler, which needs no wake for it. */
+  letGo: boolean;
+  /** When the reconciler first waited on it for the build's end (the drain deadline's start). */
+  drainingSince?: number;
+  /** When the reconciler first waited on it for a cancelled build (the settle's start). */
+  settlingSince?: number;
 }
 
 type DrainDeps = Pick<
   ReconcilerDeps,
-  'logs' | 'sink' | 'cursors' | 'logClaim' | 'logger' | 'settings'
+  'logs' | 'sink' | 'cursors' | 'logClaim' | 'logger' | 'settings' | 'wake'
 >;
 
 /**
  * The log followers of this process, one per build whose pod it reads, and the waits for them:
  * a build's end is recorded only once every stream of its pod is stored, or a marker line says
- * what is missing (the drain deadline, a pod deleted first, a pod never seen).
+ * what is missing (the drain deadline, a pod deleted first, a pod never seen). A follower that
+ * reads its streams to the end wakes its Build's key (`wake`), so nothing polls while a log
+ * drains; each wait also answers how long until its deadline, for a safety requeue then.
  */
 export class LogDrains {
-  private readonly following = new Map<string, Following>();
-  private readonly drainingSince = new Map<string, number>();
-  private readonly cancellingSince = new Map<string, number>();
+  /** The followers themselves: streams of this process, which no other process can hold. */
+  private readonly drains = new Map<string, Drain>();
+  /**
+   * When this process first found a Job that ended while it ran without a pod in its cache
+   * (podNeverFollowed). It only lengthens that wait: a process that starts afresh lists its pods
+   * after such a Job ended, so a pod missing from its cache is gone, and it counts from the Job's
+   * end alone.
+   */
+  private readonly awaitingPod = new Map<string, number>();
+  private readonly startedAt: number;
 
   constructor(
     private readonly deps: DrainDeps,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.startedAt = now();
+  }
 
-  /** Follows the pod's log (a follower per build) and tells its follower the containers' states. */
-  follow(record: BuildEntity, namespace: string, pod: V1Pod | undefined): Following | undefined {
-    let following = this.following.get(record.id);
+  /**
+   * Follows the pod's log (one follower per build) and tells its follower the containers' states.
+   * `key` is the Build's, woken when the follower has read every stream.
+   */
+  follow(key: string, record: BuildEntity, namespace: string, pod: V1Pod | undefined): void {
+    let drain = this.drains.get(record.id);
     const podName = pod?.metadata?.name;
-    if (following === undefined && pod !== undefined && podName !== undefined) {
-      following = this.start(record, namespace, pod, podName);
+    if (drain === undefined && pod !== undefined && podName !== undefined) {
+      drain = this.start(key, record, namespace, pod, podName);
     }
     // A pod of another name is not the one followed: for the follower, its pod is gone.
-    following?.follower.observe(
-      containerStates(podName === following.pod ? pod : undefined, following.containers),
+    drain?.follower.observe(
+      containerStates(podName === drain.pod ? pod : undefined, drain.containers),
     );
-    return following;
   }
 
   /** True when this process follows the build's log. */
   isFollowing(buildId: string): boolean {
-    return this.following.has(buildId);
+    return this.drains.has(buildId);
   }
 
   /**
-   * The Job ended and no pod of it was ever followed: its pod is not in the cache. After a watch
-   * outage the pod informer may catch up later than the Job's, so the end waits for the pod (its
-   * log is then read, `follow=false`) up to the drain deadline. A pod seen before and gone now,
-   * or one still unseen at the deadline, leaves one marker line: the log is missing, never
-   * silently empty.
+   * How long to wait for the build's log streams to be stored; undefined once they are, or once
+   * the wait is over (the pod is gone, or the drain deadline passed: a marker says what is
+   * missing).
    */
-  async podNeverFollowed(record: BuildEntity, seen: boolean): Promise<boolean> {
-    const since = this.drainingSince.get(record.id) ?? this.now();
-    this.drainingSince.set(record.id, since);
+  async drained(buildId: string, podGone: boolean): Promise<number | undefined> {
+    const drain = this.drains.get(buildId);
+    if (drain === undefined || drain.finished) return undefined;
+    drain.drainingSince ??= this.now();
     const deadlineMs = this.deps.settings.drainDeadlineMs;
-    if (!seen && this.now() - since < deadlineMs) return false;
-    const why = seen
+    const left = drain.drainingSince + deadlineMs - this.now();
+    if (!podGone && left > 0) return left;
+    drain.letGo = true;
+    await drain.follower.abandon(
+      podGone
+        ? 'the pod was deleted before its log was read'
+        : `the log was not read to its end within ${seconds(deadlineMs)} s of the build's end`,
+    );
+    return undefined;
+  }
+
+  /**
+   * The Job ended and this process never followed a pod of it: its pod is not in the cache.
+   * After a watch outage the pod informer may catch up later than the Job's (its arrival wakes
+   * the Build's key), so the end waits for the pod (its log is then read) up to the drain
+   * deadline: from when the Job ended in the cluster (`endedAtMs`) if that was before this
+   * process started, else from when this process first found it so. A pod seen before
+   * (`podSeen`: its name is in the Build's status) and gone now, or one still unseen at the
+   * deadline, leaves one marker line: the log is missing, never silently empty. Answers how long
+   * to wait; undefined once the marker is written.
+   */
+  async podNeverFollowed(
+    record: BuildEntity,
+    podSeen: boolean,
+    endedAtMs: number,
+  ): Promise<number | undefined> {
+    let since = endedAtMs;
+    if (endedAtMs >= this.startedAt) {
+      since = this.awaitingPod.get(record.id) ?? this.now();
+      this.awaitingPod.set(record.id, since);
+    }
+    const deadlineMs = this.deps.settings.drainDeadlineMs;
+    const left = since + deadlineMs - this.now();
+    if (!podSeen && left > 0) return left;
+    const why = podSeen
       ? 'the pod was deleted before its log was read'
-      : `no pod of the Job was seen within ${Math.round(deadlineMs / 1000)} s of its end`;
+      : `no pod of the Job was seen within ${seconds(deadlineMs)} s of its end`;
     await this.deps.sink.append(record.id, [
       { text: `WARN: [kiln] ${why}: the log of every container is missing`, container: 'kiln' },
     ]);
-    return true;
-  }
-
-  /** True once the build's log streams are stored (or the drain deadline wrote its marker). */
-  async drained(buildId: string, podGone: boolean): Promise<boolean> {
-    const following = this.following.get(buildId);
-    if (following === undefined || following.finished) return true;
-    const since = this.drainingSince.get(buildId) ?? this.now();
-    this.drainingSince.set(buildId, since);
-    const deadlineMs = this.deps.settings.drainDeadlineMs;
-    if (podGone || this.now() - since >= deadlineMs) {
-      await following.follower.abandon(
-        podGone
-          ? 'the pod was deleted before its log was read'
-          : `the log was not read to its end within ${Math.round(deadlineMs / 1000)} s of the build's end`,
-      );
-      return true;
-    }
-    return false;
+    return undefined;
   }
 
   /**
    * A cancelled build's log: the lines printed up to the cancel are being read, so they get a
-   * moment (`cancelSettleMs`), then the follower stops. True once it has (or none reads).
+   * moment (`cancelSettleMs`), then the follower stops. Answers how long the moment lasts yet;
+   * undefined once the follower has stopped (or none reads).
    */
-  async cancelSettled(buildId: string): Promise<boolean> {
-    const following = this.following.get(buildId);
-    if (following === undefined || following.finished) return true;
-    const since = this.cancellingSince.get(buildId) ?? this.now();
-    this.cancellingSince.set(buildId, since);
-    if (this.now() - since < this.deps.settings.cancelSettleMs) return false;
-    await following.follower.stop();
-    return true;
+  async cancelSettled(buildId: string): Promise<number | undefined> {
+    const drain = this.drains.get(buildId);
+    if (drain === undefined || drain.finished) return undefined;
+    drain.settlingSince ??= this.now();
+    const left = drain.settlingSince + this.deps.settings.cancelSettleMs - this.now();
+    if (left > 0) return left;
+    drain.letGo = true;
+    await drain.follower.stop();
+    return undefined;
   }
 
   /** Stops reading the build's log, without a marker. */
   async stop(buildId: string): Promise<void> {
-    await this.following.get(buildId)?.follower.stop();
+    const drain = this.drains.get(buildId);
+    if (drain === undefined) return;
+    drain.letGo = true;
+    await drain.follower.stop();
   }
 
   /** Forgets the build (its log is stored, or it is given up on). */
   forget(buildId: string): void {
-    this.following.delete(buildId);
-    this.drainingSince.delete(buildId);
-    this.cancellingSince.delete(buildId);
+    this.drains.delete(buildId);
+    this.awaitingPod.delete(buildId);
   }
 
   /** Stops every follower without a marker (lost lease, shutdown): the next leader resumes. */
   async stopAll(): Promise<void> {
-    const all = [...this.following.values()];
-    this.following.clear();
-    await Promise.all(all.map((f) => f.follower.stop()));
+    const all = [...this.drains.values()];
+    this.drains.clear();
+    for (const drain of all) drain.letGo = true;
+    await Promise.all(all.map((drain) => drain.follower.stop()));
   }
 
-  private start(record: BuildEntity, namespace: string, pod: V1Pod, podName: string): Following {
+  private start(
+    key: string,
+    record: BuildEntity,
+    namespace: string,
+    pod: V1Pod,
+    podName: string,
+  ): Drain {
     const { logs, sink, cursors, logger, logClaim, settings } = this.deps;
     const containers = containersInOrder(pod);
     const follower = new BuildLogFollower(
@@ -139,11 +188,17 @@ export class LogDrains {
       },
       settings.follower,
     );
-    const entry: Following = { follower, pod: podName, containers, finished: false };
+    const drain: Drain = { follower, pod: podName, containers, finished: false, letGo: false };
     void follower.done.finally(() => {
-      entry.finished = true;
+      drain.finished = true;
+      // Read to its end (or its claim went to another operator): the Build's wait is over.
+      if (!drain.letGo) this.deps.wake(key);
     });
-    this.following.set(record.id, entry);
-    return entry;
+    this.drains.set(record.id, drain);
+    return drain;
   }
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms / 1000);
 }

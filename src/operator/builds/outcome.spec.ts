@@ -1,6 +1,6 @@
 import type { V1ContainerStatus, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
 import { BUILDER_CONTAINER, SOURCE_CONTAINER } from '../../build-methods/job.js';
-import { outcomeOf } from './outcome.js';
+import { outcomeOf, pullFailingSince } from './outcome.js';
 
 const STARTED = new Date('2025-03-01T10:00:00Z');
 const BUILDER_FINISHED = new Date('2025-03-01T10:04:07Z');
@@ -206,5 +206,36 @@ describe('what a successful build pushed', () => {
     const pod = podWith([sourceDone], terminated(BUILDER_CONTAINER, 0));
 
     expect(outcomeOf(job, pod, FACTS)).toMatchObject({ kind: 'success', pushed: undefined });
+  });
+});
+
+describe(pullFailingSince.name, () => {
+  const pullFailing = container(BUILDER_CONTAINER, { waiting: { reason: 'ImagePullBackOff' } });
+
+  it('is undefined while every image pulls', () => {
+    const pod = podWith([sourceDone], container(BUILDER_CONTAINER, { running: {} }));
+
+    expect(pullFailingSince(pod)).toBeUndefined();
+  });
+
+  it('counts from the end of the container before the one that waits for its image', () => {
+    const pod = podWith([sourceDone], pullFailing);
+    pod.status!.startTime = STARTED.toISOString() as unknown as Date;
+
+    expect(pullFailingSince(pod)).toBe(BUILDER_FINISHED.getTime());
+  });
+
+  it('counts from the pod’s start when no container ran before', () => {
+    const pod = podWith([], pullFailing);
+    pod.status!.startTime = STARTED.toISOString() as unknown as Date;
+
+    expect(pullFailingSince(pod)).toBe(STARTED.getTime());
+  });
+
+  it('counts from the pod’s creation when it has no start yet', () => {
+    const pod = podWith([], pullFailing);
+    pod.metadata!.creationTimestamp = STARTED.toISOString() as unknown as Date;
+
+    expect(pullFailingSince(pod)).toBe(STARTED.getTime());
   });
 });

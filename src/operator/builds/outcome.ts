@@ -31,10 +31,10 @@ const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImage
 const MESSAGE_MAX = 2_000;
 
 /**
- * The outcome of a build's Job, or undefined while it runs. `pullFailingSinceMs` is when the
- * reconciler first saw the builder image failing to pull (the caller tracks it across reconciles):
- * past `imagePullTimeoutMs` that is ImagePullFailed. `podSeen` says a pod of the Job existed: a
- * failed Job without its pod then means the pod was deleted.
+ * The outcome of a build's Job, or undefined while it runs. `pullFailingSinceMs` is since when a
+ * container has been waiting for an image that fails to pull (`pullFailingSince`): past
+ * `imagePullTimeoutMs` that is ImagePullFailed. `podSeen` says a pod of the Job existed: a failed
+ * Job without its pod then means the pod was deleted.
  */
 export function outcomeOf(
   job: V1Job,
@@ -164,6 +164,22 @@ function pushedOf(job: V1Job, pod: V1Pod | undefined): PushedReport {
 /** Whether a container of the pod is failing to pull its image right now. */
 export function pullFailing(pod: V1Pod | undefined): boolean {
   return containerStatusesOf(pod).some((s) => PULL_FAILURES.has(s.state?.waiting?.reason ?? ''));
+}
+
+/**
+ * Since when (ms) a container of the pod has been waiting for an image that fails to pull, as
+ * the pod tells it, so that any operator process reads the same time: the latest of the pod's
+ * start and the end of a container that ran before (a container waits for its image from when it
+ * was due to start); the pod's creation when it has no start yet. Undefined when no image fails
+ * to pull.
+ */
+export function pullFailingSince(pod: V1Pod | undefined): number | undefined {
+  if (!pullFailing(pod)) return undefined;
+  const times = [
+    timeOf(pod?.status?.startTime ?? pod?.metadata?.creationTimestamp),
+    ...containerStatusesOf(pod).map((s) => timeOf(s.state?.terminated?.finishedAt)),
+  ].flatMap((time) => (time === undefined ? [] : [time.getTime()]));
+  return times.length === 0 ? undefined : Math.max(...times);
 }
 
 function exitMessage(status: V1ContainerStatus): string {

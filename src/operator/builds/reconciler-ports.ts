@@ -103,6 +103,11 @@ export interface ReconcilerDeps {
   readonly logClaim?: LogFollowerDeps['claim'];
   readonly logger: Logger;
   readonly settings: ReconcilerSettings;
+  /**
+   * Asks for a reconcile of the Build `key` soon: a wait that no informer ends is over (its log
+   * follower read every stream). The operator wires it to its work queue.
+   */
+  readonly wake: (key: string) => void;
   readonly now?: () => number;
 }
 
