@@ -27,8 +27,6 @@ export function LogView({ lines, version, connection, fileName }: LogViewProps) 
   const [follow, setFollow] = useState(true);
   const [query, setQuery] = useState('');
   const [current, setCurrent] = useState<number | undefined>();
-  const [jump, setJump] = useState('');
-  const [jumpError, setJumpError] = useState('');
 
   useEffect(() => {
     const element = box.current;
@@ -100,68 +98,17 @@ export function LogView({ lines, version, connection, fileName }: LogViewProps) 
         >
           {follow ? 'Pause' : 'Follow'}
         </button>
-        <form
-          class="inline"
-          role="search"
-          onSubmit={(event) => {
-            event.preventDefault();
-            step(1);
+        <SearchForm
+          query={query}
+          onQuery={(value) => {
+            setQuery(value);
+            setCurrent(undefined);
           }}
-        >
-          <label for="log-search">Search</label>
-          <input
-            id="log-search"
-            type="search"
-            value={query}
-            onInput={(event) => {
-              setQuery(event.currentTarget.value);
-              setCurrent(undefined);
-            }}
-          />
-          <button
-            type="button"
-            class="secondary"
-            onClick={() => step(-1)}
-            disabled={!matches.length}
-          >
-            Previous
-          </button>
-          <button type="submit" class="secondary" disabled={!matches.length}>
-            Next
-          </button>
-          <span class="muted" aria-live="polite">
-            {query.trim() === '' ? '' : `${position} of ${matches.length} matches`}
-          </span>
-        </form>
-        <form
-          class="inline"
-          onSubmit={(event) => {
-            event.preventDefault();
-            const line = Number(jump);
-            if (!Number.isInteger(line) || line < 1 || line > lines.length) {
-              setJumpError(`Enter a line from 1 to ${lines.length}`);
-              return;
-            }
-            setJumpError('');
-            reveal(line - 1);
-          }}
-        >
-          <label for="log-jump">Go to line</label>
-          <input
-            id="log-jump"
-            class="short"
-            inputMode="numeric"
-            value={jump}
-            aria-describedby="log-jump-error"
-            onInput={(event) => setJump(event.currentTarget.value)}
-          />
-          <button type="submit" class="secondary">
-            Go
-          </button>
-          <span id="log-jump-error" class="error">
-            {jumpError}
-          </span>
-        </form>
+          matches={matches.length}
+          position={position}
+          step={step}
+        />
+        <JumpForm lineCount={lines.length} reveal={reveal} />
         <button type="button" class="secondary" onClick={() => download(lines, fileName)}>
           Download
         </button>
@@ -176,32 +123,123 @@ export function LogView({ lines, version, connection, fileName }: LogViewProps) 
       >
         <div class="log-space" style={{ height: `${lines.length * LINE_PX}px` }}>
           <div class="log-rows" style={{ transform: `translateY(${first * LINE_PX}px)` }}>
-            {shown.map((line, k) => {
-              const index = first + k;
-              const classes = ['line', `lvl-${line.level}`];
-              if (matchSet.has(index)) classes.push('match');
-              if (index === current) classes.push('current');
-              return (
-                <div key={line.seq} class={classes.join(' ')} data-seq={line.seq}>
-                  <span class="ln">{line.seq + 1}</span>
-                  <span class="msg">
-                    {ansiSegments(line.message).map((segment, s) =>
-                      segment.classes === '' ? (
-                        segment.text
-                      ) : (
-                        <span key={s} class={segment.classes}>
-                          {segment.text}
-                        </span>
-                      ),
-                    )}
-                  </span>
-                </div>
-              );
-            })}
+            {shown.map((line, k) => (
+              <LogRow
+                key={line.seq}
+                line={line}
+                match={matchSet.has(first + k)}
+                current={first + k === current}
+              />
+            ))}
           </div>
         </div>
       </div>
     </section>
+  );
+}
+
+/** Search with next / previous: Enter (the form's submit) is Next. */
+function SearchForm({
+  query,
+  onQuery,
+  matches,
+  position,
+  step,
+}: {
+  query: string;
+  onQuery: (query: string) => void;
+  /** How many lines match. */
+  matches: number;
+  /** The current match's place among them, from 1 (0: none yet). */
+  position: number;
+  step: (direction: 1 | -1) => void;
+}) {
+  return (
+    <form
+      class="inline"
+      role="search"
+      onSubmit={(event) => {
+        event.preventDefault();
+        step(1);
+      }}
+    >
+      <label for="log-search">Search</label>
+      <input
+        id="log-search"
+        type="search"
+        value={query}
+        onInput={(event) => onQuery(event.currentTarget.value)}
+      />
+      <button type="button" class="secondary" onClick={() => step(-1)} disabled={!matches}>
+        Previous
+      </button>
+      <button type="submit" class="secondary" disabled={!matches}>
+        Next
+      </button>
+      <span class="muted" aria-live="polite">
+        {query.trim() === '' ? '' : `${position} of ${matches} matches`}
+      </span>
+    </form>
+  );
+}
+
+/** Go to line n (1-based), or say which lines there are. */
+function JumpForm({ lineCount, reveal }: { lineCount: number; reveal: (index: number) => void }) {
+  const [jump, setJump] = useState('');
+  const [jumpError, setJumpError] = useState('');
+  return (
+    <form
+      class="inline"
+      onSubmit={(event) => {
+        event.preventDefault();
+        const line = Number(jump);
+        if (!Number.isInteger(line) || line < 1 || line > lineCount) {
+          setJumpError(`Enter a line from 1 to ${lineCount}`);
+          return;
+        }
+        setJumpError('');
+        reveal(line - 1);
+      }}
+    >
+      <label for="log-jump">Go to line</label>
+      <input
+        id="log-jump"
+        class="short"
+        inputMode="numeric"
+        value={jump}
+        aria-describedby="log-jump-error"
+        onInput={(event) => setJump(event.currentTarget.value)}
+      />
+      <button type="submit" class="secondary">
+        Go
+      </button>
+      <span id="log-jump-error" class="error">
+        {jumpError}
+      </span>
+    </form>
+  );
+}
+
+/** One line: its number, and its message with ANSI colours as classes. */
+function LogRow({ line, match, current }: { line: LogLine; match: boolean; current: boolean }) {
+  const classes = ['line', `lvl-${line.level}`];
+  if (match) classes.push('match');
+  if (current) classes.push('current');
+  return (
+    <div class={classes.join(' ')} data-seq={line.seq}>
+      <span class="ln">{line.seq + 1}</span>
+      <span class="msg">
+        {ansiSegments(line.message).map((segment, s) =>
+          segment.classes === '' ? (
+            segment.text
+          ) : (
+            <span key={s} class={segment.classes}>
+              {segment.text}
+            </span>
+          ),
+        )}
+      </span>
+    </div>
   );
 }
 

@@ -248,10 +248,11 @@ function Actions({ build, onChange }: { build: Build; onChange: () => void }) {
         </button>
       )}
       {pending === 'cancel' && (
-        <form
-          class="confirm"
-          onSubmit={(event) => {
-            event.preventDefault();
+        <CancelForm
+          buildNumber={build.build_number}
+          reason={reason}
+          onReason={setReason}
+          onCancel={() =>
             void act('Build cancelled.', () =>
               unwrap(
                 api.POST('/api/v1/builds/{id}/cancel', {
@@ -259,50 +260,91 @@ function Actions({ build, onChange }: { build: Build; onChange: () => void }) {
                   body: reason.trim() === '' ? {} : { reason: reason.trim() },
                 }),
               ),
-            );
-          }}
-        >
-          <label for="cancel-reason">Reason (optional)</label>
-          <input
-            id="cancel-reason"
-            value={reason}
-            maxLength={1000}
-            onInput={(event) => setReason(event.currentTarget.value)}
-          />
-          <button type="submit" class="danger">
-            Cancel build #{build.build_number}
-          </button>
-          <button type="button" class="secondary" onClick={() => setPending(undefined)}>
-            Keep it running
-          </button>
-        </form>
+            )
+          }
+          onKeep={() => setPending(undefined)}
+        />
       )}
       {pending === 'delete' && (
-        <div class="confirm" role="group" aria-label="Confirm delete">
-          <p>Delete build #{build.build_number} and its log? This cannot be undone.</p>
-          <button
-            type="button"
-            class="danger"
-            onClick={() =>
-              void act(
-                'Build deleted.',
-                () => unwrap(api.DELETE('/api/v1/builds/{id}', params)),
-                () => navigate('/?deleted=1'),
-              )
-            }
-          >
-            Delete build #{build.build_number}
-          </button>
-          <button type="button" class="secondary" onClick={() => setPending(undefined)}>
-            Keep it
-          </button>
-        </div>
+        <DeleteConfirm
+          buildNumber={build.build_number}
+          onDelete={() =>
+            void act(
+              'Build deleted.',
+              () => unwrap(api.DELETE('/api/v1/builds/{id}', params)),
+              () => navigate('/?deleted=1'),
+            )
+          }
+          onKeep={() => setPending(undefined)}
+        />
       )}
       <p role="status" class="done">
         {done}
       </p>
       {error !== undefined && <ErrorNotice error={error} />}
     </section>
+  );
+}
+
+/** Cancel's confirmation: a reason (optional; Actions holds it), then cancel or keep it running. */
+function CancelForm({
+  buildNumber,
+  reason,
+  onReason,
+  onCancel,
+  onKeep,
+}: {
+  buildNumber: number;
+  reason: string;
+  onReason: (reason: string) => void;
+  onCancel: () => void;
+  onKeep: () => void;
+}) {
+  return (
+    <form
+      class="confirm"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onCancel();
+      }}
+    >
+      <label for="cancel-reason">Reason (optional)</label>
+      <input
+        id="cancel-reason"
+        value={reason}
+        maxLength={1000}
+        onInput={(event) => onReason(event.currentTarget.value)}
+      />
+      <button type="submit" class="danger">
+        Cancel build #{buildNumber}
+      </button>
+      <button type="button" class="secondary" onClick={onKeep}>
+        Keep it running
+      </button>
+    </form>
+  );
+}
+
+/** Delete's confirmation: delete or keep. */
+function DeleteConfirm({
+  buildNumber,
+  onDelete,
+  onKeep,
+}: {
+  buildNumber: number;
+  onDelete: () => void;
+  onKeep: () => void;
+}) {
+  return (
+    <div class="confirm" role="group" aria-label="Confirm delete">
+      <p>Delete build #{buildNumber} and its log? This cannot be undone.</p>
+      <button type="button" class="danger" onClick={onDelete}>
+        Delete build #{buildNumber}
+      </button>
+      <button type="button" class="secondary" onClick={onKeep}>
+        Keep it
+      </button>
+    </div>
   );
 }
 

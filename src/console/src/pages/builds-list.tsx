@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, tenantHeader, unwrap } from '../api/client.js';
+import type { components } from '../api/schema.gen.js';
 import { ErrorNotice } from '../components/error-notice.js';
 import { StatusBadge } from '../components/status-badge.js';
 import { buildDuration, shortCommit, when } from '../format.js';
@@ -64,7 +65,7 @@ function toSearch(query: ListQuery): string {
 export function BuildsList({ query: params }: { query: URLSearchParams }) {
   const query = listQuery(params);
   const key = toSearch(query);
-  const [projects, setProjects] = useState<Array<{ id: string; name: string }>>([]);
+  const [projects, setProjects] = useState<Project[]>([]);
   const [error, setError] = useState<ApiError | undefined>();
   useEffect(() => {
     unwrap(api.GET('/api/v1/projects', { params: { header: tenantHeader() } })).then(
@@ -94,79 +95,7 @@ export function BuildsList({ query: params }: { query: URLSearchParams }) {
           </a>
         )}
       </div>
-      <form class="filters" onSubmit={(event) => event.preventDefault()}>
-        <label>
-          Status
-          <select
-            value={query.status ?? ''}
-            onChange={(event) => {
-              const status = STATUSES.find((s) => s === event.currentTarget.value);
-              change({ status });
-            }}
-          >
-            <option value="">any</option>
-            {STATUSES.map((status) => (
-              <option key={status} value={status}>
-                {status.replace('_', ' ')}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Project
-          <select
-            value={query.project_id ?? ''}
-            onChange={(event) => change({ project_id: event.currentTarget.value || undefined })}
-          >
-            <option value="">any</option>
-            {projects.map((project) => (
-              <option key={project.id} value={project.id}>
-                {project.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Sort by
-          <select
-            value={query.sort_by}
-            onChange={(event) =>
-              change({
-                sort_by: SORTS.find((s) => s === event.currentTarget.value) ?? 'created_at',
-              })
-            }
-          >
-            <option value="created_at">created</option>
-            <option value="updated_at">updated</option>
-            <option value="build_number">number</option>
-          </select>
-        </label>
-        <label>
-          Order
-          <select
-            value={query.sort_order}
-            onChange={(event) =>
-              change({ sort_order: event.currentTarget.value === 'asc' ? 'asc' : 'desc' })
-            }
-          >
-            <option value="desc">newest first</option>
-            <option value="asc">oldest first</option>
-          </select>
-        </label>
-        <label>
-          Per page
-          <select
-            value={String(query.limit)}
-            onChange={(event) => change({ limit: Number(event.currentTarget.value) })}
-          >
-            {LIMITS.map((limit) => (
-              <option key={limit} value={String(limit)}>
-                {limit}
-              </option>
-            ))}
-          </select>
-        </label>
-      </form>
+      <Filters query={query} projects={projects} change={change} />
       {shownError !== undefined && <ErrorNotice error={shownError} />}
       {list.data !== undefined && (
         <>
@@ -174,61 +103,175 @@ export function BuildsList({ query: params }: { query: URLSearchParams }) {
             {list.data.total_count} build{list.data.total_count === 1 ? '' : 's'}
             {list.refreshing ? ' · refreshing while builds are active' : ''}
           </p>
-          <div class="table-wrap">
-            <table class="builds">
-              <thead>
-                <tr>
-                  <th scope="col">Build</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Branch</th>
-                  <th scope="col">Commit</th>
-                  <th scope="col">Author</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Duration</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.builds.map((build) => (
-                  <tr key={build.id}>
-                    <td>
-                      <a href={`/builds/${build.id}`} onClick={link(`/builds/${build.id}`)}>
-                        {projectName(build.project_id)} #{build.build_number}
-                      </a>
-                    </td>
-                    <td>
-                      <StatusBadge status={build.status} />
-                    </td>
-                    <td>{build.git_branch ?? ''}</td>
-                    <td>
-                      <code>{shortCommit(build.git_commit)}</code>
-                    </td>
-                    <td>{build.git_author_name ?? ''}</td>
-                    <td>{when(build.created_at)}</td>
-                    <td>{buildDuration(build) ?? ''}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <nav class="pager" aria-label="Pages">
-            <button
-              type="button"
-              disabled={query.page <= 1}
-              onClick={() => navigate(toSearch({ ...query, page: query.page - 1 }))}
-            >
-              Previous
-            </button>
-            <span>Page {list.data.page}</span>
-            <button
-              type="button"
-              disabled={!list.data.has_more}
-              onClick={() => navigate(toSearch({ ...query, page: query.page + 1 }))}
-            >
-              Next
-            </button>
-          </nav>
+          <BuildsTable builds={list.data.builds} projectName={projectName} />
+          <Pager query={query} page={list.data.page} hasMore={list.data.has_more} />
         </>
       )}
     </main>
+  );
+}
+
+interface Project {
+  id: string;
+  name: string;
+}
+
+type ListedBuild = components['schemas']['BuildDto'];
+
+/** Status, project, sort and page size: each change goes to the URL, back on page 1. */
+function Filters({
+  query,
+  projects,
+  change,
+}: {
+  query: ListQuery;
+  projects: readonly Project[];
+  change: (patch: Partial<ListQuery>) => void;
+}) {
+  return (
+    <form class="filters" onSubmit={(event) => event.preventDefault()}>
+      <label>
+        Status
+        <select
+          value={query.status ?? ''}
+          onChange={(event) => {
+            const status = STATUSES.find((s) => s === event.currentTarget.value);
+            change({ status });
+          }}
+        >
+          <option value="">any</option>
+          {STATUSES.map((status) => (
+            <option key={status} value={status}>
+              {status.replace('_', ' ')}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Project
+        <select
+          value={query.project_id ?? ''}
+          onChange={(event) => change({ project_id: event.currentTarget.value || undefined })}
+        >
+          <option value="">any</option>
+          {projects.map((project) => (
+            <option key={project.id} value={project.id}>
+              {project.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Sort by
+        <select
+          value={query.sort_by}
+          onChange={(event) =>
+            change({
+              sort_by: SORTS.find((s) => s === event.currentTarget.value) ?? 'created_at',
+            })
+          }
+        >
+          <option value="created_at">created</option>
+          <option value="updated_at">updated</option>
+          <option value="build_number">number</option>
+        </select>
+      </label>
+      <label>
+        Order
+        <select
+          value={query.sort_order}
+          onChange={(event) =>
+            change({ sort_order: event.currentTarget.value === 'asc' ? 'asc' : 'desc' })
+          }
+        >
+          <option value="desc">newest first</option>
+          <option value="asc">oldest first</option>
+        </select>
+      </label>
+      <label>
+        Per page
+        <select
+          value={String(query.limit)}
+          onChange={(event) => change({ limit: Number(event.currentTarget.value) })}
+        >
+          {LIMITS.map((limit) => (
+            <option key={limit} value={String(limit)}>
+              {limit}
+            </option>
+          ))}
+        </select>
+      </label>
+    </form>
+  );
+}
+
+/** The page's builds, one row each; the first cell links to the build. */
+function BuildsTable({
+  builds,
+  projectName,
+}: {
+  builds: readonly ListedBuild[];
+  projectName: (id: string) => string;
+}) {
+  return (
+    <div class="table-wrap">
+      <table class="builds">
+        <thead>
+          <tr>
+            <th scope="col">Build</th>
+            <th scope="col">Status</th>
+            <th scope="col">Branch</th>
+            <th scope="col">Commit</th>
+            <th scope="col">Author</th>
+            <th scope="col">Created</th>
+            <th scope="col">Duration</th>
+          </tr>
+        </thead>
+        <tbody>
+          {builds.map((build) => (
+            <tr key={build.id}>
+              <td>
+                <a href={`/builds/${build.id}`} onClick={link(`/builds/${build.id}`)}>
+                  {projectName(build.project_id)} #{build.build_number}
+                </a>
+              </td>
+              <td>
+                <StatusBadge status={build.status} />
+              </td>
+              <td>{build.git_branch ?? ''}</td>
+              <td>
+                <code>{shortCommit(build.git_commit)}</code>
+              </td>
+              <td>{build.git_author_name ?? ''}</td>
+              <td>{when(build.created_at)}</td>
+              <td>{buildDuration(build) ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** Previous and next page (the filters and sort kept); `page` is the one the server answered. */
+function Pager({ query, page, hasMore }: { query: ListQuery; page: number; hasMore: boolean }) {
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button
+        type="button"
+        disabled={query.page <= 1}
+        onClick={() => navigate(toSearch({ ...query, page: query.page - 1 }))}
+      >
+        Previous
+      </button>
+      <span>Page {page}</span>
+      <button
+        type="button"
+        disabled={!hasMore}
+        onClick={() => navigate(toSearch({ ...query, page: query.page + 1 }))}
+      >
+        Next
+      </button>
+    </nav>
   );
 }

@@ -135,13 +135,7 @@ function Wizard({ tenantId }: { tenantId: string }) {
   return (
     <main id="main" class="wizard">
       <h1>New build</h1>
-      <ol class="wizard-steps" aria-label="Steps">
-        {steps.map((s, at) => (
-          <li key={s} aria-current={s === step ? 'step' : undefined}>
-            {at + 1}. {STEP_TITLES[s]}
-          </li>
-        ))}
-      </ol>
+      <StepList steps={steps} step={step} />
       <form
         onSubmit={(event) => {
           event.preventDefault();
@@ -152,35 +146,94 @@ function Wizard({ tenantId }: { tenantId: string }) {
         <h2 ref={heading} tabIndex={-1}>
           Step {index + 1} of {steps.length}: {STEP_TITLES[step]}
         </h2>
-        {step === 'start' && <StartStep {...props} projects={projects} />}
-        {step === 'source' && <SourceStep {...props} />}
-        {step === 'method' && <MethodStep {...props} />}
-        {step === 'method-fields' && <MethodFieldsStep {...props} />}
-        {step === 'config' && <ConfigStep {...props} />}
-        {step === 'tags' && <TagsStep {...props} />}
-        {step === 'review' && <Review body={body} unplaced={unplaced} />}
+        <StepBody step={step} props={props} projects={projects} body={body} unplaced={unplaced} />
         {failure !== undefined && <ErrorNotice error={failure} />}
-        <div class="wizard-nav">
-          {index > 0 && (
-            <button type="button" class="secondary" onClick={() => go(steps[index - 1]!)}>
-              Back
-            </button>
-          )}
-          {step === 'review' ? (
-            <button type="submit" disabled={sending}>
-              {sending ? 'Creating…' : 'Create build'}
-            </button>
-          ) : (
-            <button type="submit" disabled={blocked} aria-describedby="wizard-blocked">
-              Next
-            </button>
-          )}
-          <span id="wizard-blocked" class="muted">
-            {blocked ? 'Complete the fields marked above to go on.' : ''}
-          </span>
-        </div>
+        <WizardNav
+          onBack={index > 0 ? () => go(steps[index - 1]!) : undefined}
+          review={step === 'review'}
+          sending={sending}
+          blocked={blocked}
+        />
       </form>
     </main>
+  );
+}
+
+/** Every step of this draft, numbered; the one shown is the current one. */
+function StepList({ steps, step }: { steps: readonly StepId[]; step: StepId }) {
+  return (
+    <ol class="wizard-steps" aria-label="Steps">
+      {steps.map((s, at) => (
+        <li key={s} aria-current={s === step ? 'step' : undefined}>
+          {at + 1}. {STEP_TITLES[s]}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** The current step's fields (the review step: the request body). */
+function StepBody({
+  step,
+  props,
+  projects,
+  body,
+  unplaced,
+}: {
+  step: StepId;
+  props: StepProps;
+  projects: ReadonlyArray<{ id: string; name: string }> | undefined;
+  body: unknown;
+  unplaced: Unplaced;
+}) {
+  return (
+    <>
+      {step === 'start' && <StartStep {...props} projects={projects} />}
+      {step === 'source' && <SourceStep {...props} />}
+      {step === 'method' && <MethodStep {...props} />}
+      {step === 'method-fields' && <MethodFieldsStep {...props} />}
+      {step === 'config' && <ConfigStep {...props} />}
+      {step === 'tags' && <TagsStep {...props} />}
+      {step === 'review' && <Review body={body} unplaced={unplaced} />}
+    </>
+  );
+}
+
+/**
+ * Back (from the second step on), then Next (submits the form; disabled while the step's fields
+ * are incomplete) or, on the review step, Create build.
+ */
+function WizardNav({
+  onBack,
+  review,
+  sending,
+  blocked,
+}: {
+  onBack: (() => void) | undefined;
+  review: boolean;
+  sending: boolean;
+  blocked: boolean;
+}) {
+  return (
+    <div class="wizard-nav">
+      {onBack !== undefined && (
+        <button type="button" class="secondary" onClick={() => onBack()}>
+          Back
+        </button>
+      )}
+      {review ? (
+        <button type="submit" disabled={sending}>
+          {sending ? 'Creating…' : 'Create build'}
+        </button>
+      ) : (
+        <button type="submit" disabled={blocked} aria-describedby="wizard-blocked">
+          Next
+        </button>
+      )}
+      <span id="wizard-blocked" class="muted">
+        {blocked ? 'Complete the fields marked above to go on.' : ''}
+      </span>
+    </div>
   );
 }
 
