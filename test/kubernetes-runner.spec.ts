@@ -8,6 +8,7 @@ import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
+import { LOGS_FINALIZER } from '../src/operator/api/build-resource.js';
 
 const NAMESPACE = 'kiln-builds';
 const BUILDS = ['kiln.dev/v1alpha1', 'builds'] as const;
@@ -127,7 +128,11 @@ describe('the Kubernetes runner (API side)', () => {
     const started = await admin.request('POST', `/builds/${build.id}/start`);
     expect(started.status).toBe(200);
     expect((await jsonOf(started)).status).toBe('in_progress');
-    expect(resource(build.id)?.spec.suspend).toBe(false);
+    // The start carries the operator's finalizer: it need not write it before the Job.
+    expect(resource(build.id)).toMatchObject({
+      spec: { suspend: false },
+      metadata: { finalizers: [LOGS_FINALIZER] },
+    });
 
     const cancelled = await admin.request('POST', `/builds/${build.id}/cancel`, {
       reason: 'wrong branch',
@@ -139,7 +144,13 @@ describe('the Kubernetes runner (API side)', () => {
     });
 
     expect((await admin.request('DELETE', `/builds/${build.id}`)).status).toBe(204);
-    expect(resource(build.id)).toBeUndefined();
+    // Deleted, held only by kiln's finalizer until the operator (not running here) has stored
+    // the build's log and lets go of it (the reconciler's table tests: "lets go of a deleted
+    // Build that has no record").
+    expect(resource(build.id)?.metadata).toMatchObject({
+      deletionTimestamp: expect.any(String),
+      finalizers: [LOGS_FINALIZER],
+    });
     expect(cluster.objects('batch/v1', 'jobs')).toEqual([]);
     expect(cluster.objects('v1', 'pods')).toEqual([]);
   });

@@ -47,6 +47,13 @@ export type BuildResource = {
   status?: BuildResourceStatus;
 };
 
+/**
+ * Holds a Build until every log stream of its pod is stored. The API sets it with the start patch
+ * of a Build it wrote (one write fewer for the operator); the operator adds it to a Build it
+ * runs without it (applied with kubectl).
+ */
+export const LOGS_FINALIZER = 'kiln.dev/logs';
+
 /** The labels kiln puts on a Build and on everything it creates for one (its Job, pod, ConfigMap, Secret). */
 export const KILN_LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',

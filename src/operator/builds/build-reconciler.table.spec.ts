@@ -803,6 +803,24 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
           requeueAfterMs: undefined,
         },
       },
+    'starts a build the API started with its finalizer: no write of the finalizer first': {
+      given: async () => ({
+        build: world.build(await world.queued(), { finalizer: true }),
+        access: grant({ dockerConfig: ROBOT_CONFIG }),
+      }),
+      want: {
+        writes: [
+          `create Secret kiln-<id> keys=${REGISTRY_CONFIG_KEY}`,
+          'create Job kiln-<id> controller=Build/<id>',
+          'patch Secret kiln-<id> controller=Job/kiln-<id>',
+          'status Build <id>',
+        ],
+        status: { state: 'in_progress', condition: 'Unknown/Running', jobName: 'kiln-<id>' },
+        events: ['Normal JobCreated'],
+        record: 'in_progress',
+        requeueAfterMs: undefined,
+      },
+    },
     'fails a build whose secret reference does not resolve, before any Job: SecretUnavailable': {
       given: async () => ({
         build: world.build(await world.running(), { finalizer: true }),

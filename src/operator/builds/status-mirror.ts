@@ -1,10 +1,14 @@
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
-import type { BuildCondition, BuildResource, BuildResourceStatus } from '../api/build-resource.js';
+import {
+  type BuildCondition,
+  type BuildResource,
+  type BuildResourceStatus,
+  LOGS_FINALIZER,
+} from '../api/build-resource.js';
 import { type BuildWriter, namespaceOf } from './reconciler-ports.js';
 
-/** Holds a Build until every log stream of its pod is stored. */
-export const LOGS_FINALIZER = 'kiln.dev/logs';
+export { LOGS_FINALIZER };
 
 /** What the mirror adds to the record's own fields. */
 export interface MirrorExtra {

@@ -11,6 +11,7 @@ import {
   BUILD_PLURAL,
   BUILD_VERSION,
   type BuildResource,
+  LOGS_FINALIZER,
 } from '../../operator/api/build-resource.js';
 import { buildResourceFor } from '../../operator/api/projection.js';
 import { BuildRunner, type RunnableBuild } from '../build-runner.js';
@@ -55,7 +56,12 @@ export class KubernetesRunner extends BuildRunner {
 
   async start(build: RunnableBuild): Promise<void> {
     await this.write(build, 'start', async (builds) => {
-      const patched = await this.patch(builds, build.id, { spec: { suspend: false } });
+      // The finalizer comes with the start: the operator need not write it before the Job. A
+      // Build kiln wrote has no finalizer of anyone else's for the merge patch to replace.
+      const patched = await this.patch(builds, build.id, {
+        metadata: { finalizers: [LOGS_FINALIZER] },
+        spec: { suspend: false },
+      });
       // Created before this runner was configured (or deleted by hand): write it running.
       if (!patched) await builds.create(this.namespace, this.resourceOf(build, false));
     });
@@ -77,7 +83,9 @@ export class KubernetesRunner extends BuildRunner {
   }
 
   private resourceOf(build: RunnableBuild, suspend: boolean): BuildResource {
-    return buildResourceFor(build, this.namespace, { suspend });
+    const resource = buildResourceFor(build, this.namespace, { suspend });
+    if (!suspend) resource.metadata.finalizers = [LOGS_FINALIZER];
+    return resource;
   }
 
   /** A merge patch; false when the resource does not exist. */
