@@ -1,5 +1,7 @@
+import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { type LifecycleGround, lifecycleGround } from '../../test/support/lifecycle-ground.js';
+import { LOG_CHANNEL } from '../database/channels.js';
 import { BuildLogsRepository, type NewLogLine } from './build-logs.repository.js';
 
 const line = (message: string): NewLogLine => ({
@@ -80,6 +82,102 @@ describe(BuildLogsRepository.name, () => {
     expect(await logs.page(id, 5, 10)).toEqual({ lines: [], total: 1 });
   });
 
+  it("stores a build's first lines and each next batch of its one writer in one statement, with dense seqs and NOTIFY", async () => {
+    const id = await newBuild();
+    const transactions = jest.spyOn(dataSource, 'transaction');
+    const listener = new pg.Client({ connectionString: urlOf(dataSource) });
+    await listener.connect();
+    const notified: string[] = [];
+    listener.on('notification', (n) => notified.push(n.payload ?? ''));
+    await listener.query(`LISTEN ${LOG_CHANNEL}`);
+    try {
+      const first = await logs.append(id, [line('a'), line('b')], 1_000_000, marker);
+      const next = await logs.append(id, [line('c')], 1_000_000, marker, { knownLogLines: 2 });
+      await until(() => notified.length === 2);
+
+      expect([first, next]).toEqual([
+        { stored: 2, dropped: 0, lastSeq: 1, truncated: false },
+        { stored: 1, dropped: 0, lastSeq: 2, truncated: false },
+      ]);
+      expect(transactions).not.toHaveBeenCalled();
+      expect(notified).toEqual([`${id}:1`, `${id}:2`]);
+      expect((await logs.page(id, 0, 10)).lines.map((l) => [l.seq, l.message])).toEqual([
+        [0, 'a'],
+        [1, 'b'],
+        [2, 'c'],
+      ]);
+      expect(
+        await dataSource.query('SELECT lines, bytes::int FROM build_logs WHERE build_id = $1', [
+          id,
+        ]),
+      ).toEqual([{ lines: 3, bytes: 3 }]);
+    } finally {
+      transactions.mockRestore();
+      await listener.end();
+    }
+  });
+
+  it('appends after a count another writer made stale, or past the cap, in the transaction: no line lost, none repeated', async () => {
+    const id = await newBuild();
+    await logs.append(id, [line('mine')], 1_000_000, marker);
+    await logs.append(id, [line('theirs')], 1_000_000, marker); // another writer's
+    const transactions = jest.spyOn(dataSource, 'transaction');
+    try {
+      // This writer still believes the build has 1 line.
+      await logs.append(id, [line('mine again')], 1_000_000, marker, { knownLogLines: 1 });
+      // 3 lines of 1 byte + 12 bytes stored: "overflow" does not fit a cap of 20.
+      const capped = await logs.append(id, [line('overflow!')], 20, marker, { knownLogLines: 3 });
+
+      expect(transactions).toHaveBeenCalledTimes(2);
+      expect(capped).toEqual({ stored: 1, dropped: 1, lastSeq: 3, truncated: true });
+    } finally {
+      transactions.mockRestore();
+    }
+    expect((await logs.page(id, 0, 10)).lines.map((l) => [l.seq, l.message])).toEqual([
+      [0, 'mine'],
+      [1, 'theirs'],
+      [2, 'mine again'],
+      [3, '[kiln] truncated'],
+    ]);
+  });
+
+  it('stores nothing for a build deleted while its lines wait for the purge', async () => {
+    const id = await newBuild();
+    await logs.append(id, [line('before the delete')], 1_000_000, marker);
+    await dataSource.query('DELETE FROM builds WHERE id = $1', [id]);
+
+    expect(await logs.append(id, [line('after')], 1_000_000, marker)).toBeUndefined();
+    expect(
+      await dataSource.query('SELECT message FROM build_log_lines WHERE build_id = $1', [id]),
+    ).toEqual([{ message: 'before the delete' }]);
+  });
+
+  it('on a retry, stores nothing only when the build has as many lines and its last is the one the uncertain attempt sent', async () => {
+    const id = await newBuild();
+    const sent = line('second');
+    await logs.append(id, [line('first'), sent], 1_000_000, marker);
+
+    // The uncertain attempt committed: its last line is there.
+    const again = await logs.append(id, [sent], 1_000_000, marker, {
+      storedIfLogLines: 2,
+      storedIfLastLine: sent,
+    });
+    // As many lines, but another writer's: this attempt did not commit, its line is stored.
+    const other = line('third');
+    const stored = await logs.append(id, [other], 1_000_000, marker, {
+      storedIfLogLines: 3,
+      storedIfLastLine: { ...other, message: 'not what is there' },
+    });
+
+    expect(again).toMatchObject({ stored: 0 });
+    expect(stored).toMatchObject({ stored: 1, lastSeq: 2 });
+    expect((await logs.page(id, 0, 10)).lines.map((l) => l.message)).toEqual([
+      'first',
+      'second',
+      'third',
+    ]);
+  });
+
   it('stores nothing for a build that does not exist', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
 
@@ -91,3 +189,15 @@ describe(BuildLogsRepository.name, () => {
     ).toEqual([{ n: 0 }]);
   });
 });
+
+function urlOf(dataSource: DataSource): string {
+  return (dataSource.options as { url: string }).url;
+}
+
+async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -11,6 +11,20 @@ export interface NewLogLine {
   readonly metadata: Record<string, string> | null;
 }
 
+export interface AppendOptions {
+  /**
+   * A retry after an UncertainCommitError: store nothing when the build has this many lines and
+   * (when given) `storedIfLastLine` is its last one.
+   */
+  readonly storedIfLogLines?: number;
+  readonly storedIfLastLine?: NewLogLine;
+  /**
+   * How many lines the build had after this process's last append to it, when it knows: the
+   * append then usually takes one statement. Wrong or stale costs one statement, never a line.
+   */
+  readonly knownLogLines?: number;
+}
+
 export interface AppendResult {
   /** Lines stored by this call (the truncation marker included). */
   readonly stored: number;
@@ -29,6 +43,8 @@ export class UncertainCommitError extends Error {
   constructor(
     readonly logLinesIfCommitted: number,
     cause: unknown,
+    /** The last line the append would have stored: a retry checks it is there. */
+    readonly lastLine?: NewLogLine,
   ) {
     super('the connection failed while log lines were being committed', { cause });
     this.name = 'UncertainCommitError';
@@ -37,6 +53,10 @@ export class UncertainCommitError extends Error {
 
 function isForeignKeyViolation(error: unknown): boolean {
   return (error as { driverError?: { code?: unknown } }).driverError?.code === '23503';
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { driverError?: { code?: unknown } }).driverError?.code === '23505';
 }
 
 /** What LogHub's safety poll looks at for a watched build. */
@@ -84,14 +104,27 @@ export class BuildLogsRepository {
     lines: readonly NewLogLine[],
     capBytes: number,
     marker: (capBytes: number) => NewLogLine,
-    options: { readonly storedIfLogLines?: number } = {},
+    options: AppendOptions = {},
   ): Promise<AppendResult | undefined> {
+    if (options.storedIfLogLines === undefined && lines.length > 0) {
+      const appended = await this.appendInOneStatement(
+        buildId,
+        lines,
+        capBytes,
+        options.knownLogLines,
+      );
+      if (appended !== 'not-taken') return appended;
+    }
     let logLinesIfCommitted: number | undefined;
+    let lastLine: NewLogLine | undefined;
     try {
       return await this.dataSource.transaction(async (manager) => {
         const row = await this.lockCounters(manager, buildId);
         if (row === undefined) return undefined; // the build does not exist
-        if (row.lines === options.storedIfLogLines) {
+        if (
+          row.lines === options.storedIfLogLines &&
+          (await this.endsWith(manager, buildId, row.lines, options.storedIfLastLine))
+        ) {
           return { stored: 0, dropped: 0, lastSeq: row.lines - 1, truncated: row.truncated };
         }
         let bytes = Number(row.bytes);
@@ -143,12 +176,102 @@ export class BuildLogsRepository {
         }
         // Only COMMIT is left: a failure from here on may have stored the lines.
         logLinesIfCommitted = first + accepted.length;
+        lastLine = accepted.at(-1);
         return { stored: accepted.length, dropped, lastSeq, truncated };
       });
     } catch (error) {
       if (isForeignKeyViolation(error)) return undefined; // the build does not exist
       if (logLinesIfCommitted === undefined || !isDatabaseUnavailable(error)) throw error;
-      throw new UncertainCommitError(logLinesIfCommitted, error);
+      throw new UncertainCommitError(logLinesIfCommitted, error, lastLine);
+    }
+  }
+
+  /**
+   * Whether the build's line `lines - 1` is `line` (its time, level and text): a retry's check
+   * that the lines a build has are the uncertain attempt's, not as many stored by another
+   * writer. True without a line to compare.
+   */
+  private async endsWith(
+    manager: EntityManager,
+    buildId: string,
+    lines: number,
+    line: NewLogLine | undefined,
+  ): Promise<boolean> {
+    if (line === undefined) return true;
+    const [stored] = await manager.query<Array<{ same: boolean }>>(
+      `SELECT ts = $3::timestamptz AND level = $4 AND message = $5 AS same
+         FROM build_log_lines WHERE build_id = $1 AND seq = $2`,
+      [buildId, lines - 1, line.ts.toISOString(), line.level, line.message],
+    );
+    return stored?.same === true;
+  }
+
+  /**
+   * The common append in one statement (one round trip, no transaction to open): the build's
+   * first lines (no counter row yet), or lines after exactly `knownLogLines` stored ones, when
+   * the whole batch fits under the cap. The counter row is inserted, or updated only while it
+   * still says `knownLogLines` lines (a concurrent writer moved it: not taken), the lines are
+   * inserted after it and NOTIFY sent, all in the statement. Inserting the counter and the lines
+   * in one statement checks the build's key once, so it cannot deadlock with the build's delete
+   * as an insert followed by an update of the same row would (see lockCounters). `not-taken`
+   * when any condition fails: the transaction form decides then (the marker, the cap).
+   */
+  private async appendInOneStatement(
+    buildId: string,
+    lines: readonly NewLogLine[],
+    capBytes: number,
+    knownLogLines: number | undefined,
+  ): Promise<AppendResult | undefined | 'not-taken'> {
+    let bytes = 0;
+    for (const line of lines) bytes += Buffer.byteLength(line.message, 'utf8');
+    const first = knownLogLines ?? 0;
+    if (bytes > capBytes) return 'not-taken';
+    const lastSeq = first + lines.length - 1;
+    const counter =
+      knownLogLines === undefined
+        ? `INSERT INTO build_logs (build_id, lines, bytes)
+             SELECT $1::uuid, $2::int, $3::bigint WHERE $3::bigint <= $5::bigint
+             ON CONFLICT (build_id) DO NOTHING RETURNING build_id`
+        : `UPDATE build_logs SET lines = lines + $2::int, bytes = bytes + $3::bigint
+            WHERE build_id = $1::uuid AND lines = $4::int AND NOT truncated
+              AND bytes + $3::bigint <= $5::bigint
+           RETURNING build_id`;
+    try {
+      const rows = await this.dataSource.query<unknown[]>(
+        `WITH counter AS (${counter}),
+              stored AS (
+                INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
+                SELECT counter.build_id, $4::int + (t.ord - 1)::int, t.ts, t.level, t.message, t.metadata
+                  FROM counter,
+                       unnest($6::timestamptz[], $7::text[], $8::text[], $9::jsonb[]) WITH ORDINALITY
+                         AS t(ts, level, message, metadata, ord))
+         SELECT pg_notify($10::text, $11::text) FROM counter`,
+        [
+          buildId,
+          lines.length,
+          bytes,
+          first,
+          capBytes,
+          lines.map((l) => l.ts.toISOString()),
+          lines.map((l) => l.level),
+          lines.map((l) => l.message),
+          lines.map((l) => (l.metadata === null ? null : JSON.stringify(l.metadata))),
+          LOG_CHANNEL,
+          `${buildId}:${lastSeq}`,
+        ],
+      );
+      if (rows.length === 0) return 'not-taken';
+      return { stored: lines.length, dropped: 0, lastSeq, truncated: false };
+    } catch (error) {
+      if (isForeignKeyViolation(error)) return undefined; // the build does not exist
+      // Lines without a counter row are a deleted build's, waiting for the purge: the lines'
+      // key is checked before the build's (which runs at the statement's end). Nothing was
+      // stored; the transaction form finds the build gone.
+      if (isUniqueViolation(error)) return 'not-taken';
+      // The statement commits by itself: it may have, as a COMMIT that failed may have.
+      if (isDatabaseUnavailable(error))
+        throw new UncertainCommitError(first + lines.length, error, lines.at(-1));
+      throw error;
     }
   }
 

@@ -45,6 +45,7 @@ export interface Batch {
   readonly entries: readonly Held[];
   /** Set once an attempt failed during COMMIT: see BuildLogsRepository.append. */
   storedIfLogLines?: number;
+  storedIfLastLine?: NewLogLine;
 }
 
 /**
@@ -70,7 +71,7 @@ export class Backlog {
     this.batch = {
       entries: first,
       ...(error instanceof UncertainCommitError
-        ? { storedIfLogLines: error.logLinesIfCommitted }
+        ? { storedIfLogLines: error.logLinesIfCommitted, storedIfLastLine: error.lastLine }
         : {}),
     };
   }

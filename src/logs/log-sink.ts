@@ -92,6 +92,12 @@ export class LogSink implements OnModuleDestroy {
   private readonly processMasker = new SecretMasker();
   private readonly processSecrets = new Set<string>();
   private readonly reportedStep = new Map<string, number>();
+  /**
+   * How many lines each build had after this process's last write to it: the next append then
+   * usually takes one statement. Another writer of the same build makes it stale, which costs
+   * that append a statement, never a line.
+   */
+  private readonly knownLines = new Map<string, number>();
   /** The masked tail of a cut line, held back until the rest of the line arrives. */
   private readonly carries = new Map<string, { text: string; line: LogLineInput }>();
   /** The last write queued for each build: the next one starts after it. */
@@ -198,6 +204,7 @@ export class LogSink implements OnModuleDestroy {
     }
     this.maskers.delete(buildId);
     this.reportedStep.delete(buildId);
+    this.knownLines.delete(buildId);
   }
 
   /** Lines still held in memory are lost with the process: say how many. */
@@ -286,14 +293,17 @@ export class LogSink implements OnModuleDestroy {
     const held = this.backlogs.get(buildId);
     if (held !== undefined) return this.hold(buildId, held, lines);
     let result: AppendResult | undefined;
+    const known = this.knownLines.get(buildId);
     try {
       result = await this.logs.append(
         buildId,
         lines.map((l) => l.line),
         this.config.logMaxBytesPerBuild,
         truncationMarker,
+        known === undefined ? {} : { knownLogLines: known },
       );
     } catch (error) {
+      this.knownLines.delete(buildId);
       if (!isDatabaseUnavailable(error)) throw error;
       const backlog = new Backlog(lines, error, this.limits);
       this.backlogs.set(buildId, backlog);
@@ -305,6 +315,7 @@ export class LogSink implements OnModuleDestroy {
       return { buffered: true, pending: backlog.pending };
     }
     if (result === undefined) throw new NotFoundError('Build not found');
+    this.knownLines.set(buildId, result.lastSeq + 1);
     await this.reportStep(buildId, lines);
     return { buffered: false, ...result };
   }
@@ -337,12 +348,21 @@ export class LogSink implements OnModuleDestroy {
             batch.entries.map(toNewLogLine),
             this.config.logMaxBytesPerBuild,
             truncationMarker,
-            { storedIfLogLines: batch.storedIfLogLines },
+            batch.storedIfLogLines === undefined
+              ? {}
+              : {
+                  storedIfLogLines: batch.storedIfLogLines,
+                  ...(batch.storedIfLastLine === undefined
+                    ? {}
+                    : { storedIfLastLine: batch.storedIfLastLine }),
+                },
           );
         } catch (error) {
           if (!isDatabaseUnavailable(error)) throw error;
-          if (error instanceof UncertainCommitError)
+          if (error instanceof UncertainCommitError) {
             batch.storedIfLogLines = error.logLinesIfCommitted;
+            batch.storedIfLastLine = error.lastLine;
+          }
           await delay(wait);
           wait = Math.min(wait * 2, RETRY_MAX_MS);
           continue;
