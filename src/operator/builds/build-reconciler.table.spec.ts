@@ -9,7 +9,12 @@ import type {
 import { referenceSpec } from '../../../test/support/build-specs.js';
 import { type LifecycleGround, lifecycleGround } from '../../../test/support/lifecycle-ground.js';
 import { LogCapture } from '../../../test/support/log-capture.js';
-import { DEFAULT_JOB_SETTINGS, REGISTRY_CONFIG_KEY } from '../../build-methods/job.js';
+import {
+  DEFAULT_JOB_SETTINGS,
+  type JobSettings,
+  REGISTRY_CONFIG_KEY,
+} from '../../build-methods/job.js';
+import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import type { BuildAccessGrant, BuildAccessRefusal } from '../../integrations/build-access.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
@@ -53,6 +58,8 @@ const PULL_TIMEOUT_MS = 300_000;
 /** The API server as the reconciler writes to it: every write noted, in order, as text. */
 class FakeCluster implements BuildWriter, WorkloadWriter {
   readonly writes: string[] = [];
+  /** Reads that are API-server calls of their own (the caches' reads are not). */
+  readonly reads: string[] = [];
   readonly events: string[] = [];
   readonly secrets = new Map<string, V1Secret>();
   status: BuildResourceStatus | undefined;
@@ -123,6 +130,7 @@ class FakeCluster implements BuildWriter, WorkloadWriter {
   }
 
   readSecret(_ns: string, name: string): Promise<V1Secret | undefined> {
+    this.reads.push(`read Secret ${name}`);
     return Promise.resolve(this.secrets.get(name));
   }
 
@@ -139,6 +147,7 @@ class FakeCluster implements BuildWriter, WorkloadWriter {
   /** Forgets what was written so far (an earlier reconcile's writes are not the row's). */
   forget(): void {
     this.writes.length = 0;
+    this.reads.length = 0;
     this.events.length = 0;
     this.status = undefined;
   }
@@ -223,6 +232,8 @@ interface Given {
   readonly gate?: { pass: true } | { pass: false; message: string };
   readonly jobTaken?: boolean;
   readonly statusConflict?: boolean;
+  /** What the steps after the image need (kiln's image, the upload URL): none by default. */
+  readonly steps?: Partial<JobSettings['steps']>;
   /** A reconcile of this process before this one (its writes are not this row's effects). */
   readonly earlier?: Earlier;
 }
@@ -244,9 +255,13 @@ interface Earlier {
 interface Effects {
   /** Creates, patches and deletes of the API server, in order (the build id is `<id>`). */
   readonly writes: readonly string[];
+  /** Reads sent to the API server, not answered from the caches. */
+  readonly reads: readonly string[];
   /** The Build's status as last written; undefined when none was. */
   readonly status: StatusSummary | undefined;
   readonly events: readonly string[];
+  /** Values registered with the build's masker. */
+  readonly masked: readonly string[];
   /** kiln's own lines in the build log (notes, markers). */
   readonly kilnLines: readonly string[];
   /** The record afterwards: status and failure reason (undefined: no record). */
@@ -529,7 +544,10 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     logs: podLogs,
     cursors: { containerCursor: () => Promise.resolve(undefined) },
     logger: new LogCapture().logger,
-    settings: { ...TABLE_SETTINGS, job: DEFAULT_JOB_SETTINGS },
+    settings: {
+      ...TABLE_SETTINGS,
+      job: { ...DEFAULT_JOB_SETTINGS, steps: { ...DEFAULT_JOB_SETTINGS.steps, ...given.steps } },
+    },
     wake: (k) => woken.push(k),
     now: () => now,
   };
@@ -583,6 +601,7 @@ async function effectsOf(
   const condition = status?.conditions?.[0];
   return {
     writes: cluster.writes.map(anonymous),
+    reads: cluster.reads.map(anonymous),
     status:
       status === undefined
         ? undefined
@@ -595,6 +614,7 @@ async function effectsOf(
             ...(status.podName === undefined ? {} : { podName: anonymous(status.podName) }),
           },
     events: cluster.events,
+    masked: sink.masked,
     kilnLines: sink.lines.filter((l) => l.container === 'kiln').map((l) => anonymous(l.text)),
     record:
       record === undefined
@@ -796,6 +816,8 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
             'patch Secret kiln-<id> controller=Job/kiln-<id>',
             'status Build <id>',
           ],
+          // It made the Secret: it patches it without reading it first.
+          reads: [],
           status: { state: 'in_progress', condition: 'Unknown/Running', jobName: 'kiln-<id>' },
           events: ['Normal JobCreated'],
           kilnLines: ['[kiln] registry checked'],
@@ -821,6 +843,39 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
         requeueAfterMs: undefined,
       },
     },
+    'starts a build whose Job mounts no Secret: no Secret made, none read': {
+      given: async () => ({
+        build: world.build(await world.queued(), { finalizer: true }),
+        access: grant({}),
+      }),
+      want: {
+        writes: ['create Job kiln-<id> controller=Build/<id>', 'status Build <id>'],
+        reads: [],
+        record: 'in_progress',
+        requeueAfterMs: undefined,
+      },
+    },
+    'starts a build with an SBOM: its upload tokens in its Secret and registered for masking, none read back':
+      {
+        given: async () => ({
+          build: world.build(await world.queued(world.spec({ sbomTool: 'syft' })), {
+            finalizer: true,
+          }),
+          access: grant({}),
+          steps: { kilnImage: 'kiln:test', uploadUrl: 'http://kiln.kiln.svc:8080' },
+        }),
+        want: {
+          writes: [
+            `create Secret kiln-<id> keys=${UPLOAD_TOKEN_PREFIX}sbom`,
+            'create Job kiln-<id> controller=Build/<id>',
+            'patch Secret kiln-<id> controller=Job/kiln-<id>',
+            'status Build <id>',
+          ],
+          reads: [],
+          masked: ['sbom-token', 'scan-token'],
+          record: 'in_progress',
+        },
+      },
     'fails a build whose secret reference does not resolve, before any Job: SecretUnavailable': {
       given: async () => ({
         build: world.build(await world.running(), { finalizer: true }),
@@ -883,6 +938,8 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
       },
       want: {
         writes: ['patch Secret kiln-<id> controller=Job/kiln-<id>', 'status Build <id>'],
+        // Once to register its values for masking, once to see who controls it.
+        reads: ['read Secret kiln-<id>', 'read Secret kiln-<id>'],
         status: { state: 'in_progress', condition: 'Unknown/Running', jobName: 'kiln-<id>' },
         events: [],
         requeueAfterMs: undefined,

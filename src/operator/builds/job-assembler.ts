@@ -84,6 +84,9 @@ export class JobAssembler {
       if (secret === undefined) return 'gone';
       await ignoreExists(this.deps.workloads.createSecret(namespace, secret));
     }
+    // BuildAccess registered the values it resolved, and buildSecret the tokens it minted: what
+    // the pod is given is masked, and need not be read back from the Secret.
+    this.masking.registered(record.id);
     const job: V1Job = {
       ...translation.job,
       metadata: { ...translation.job.metadata, ownerReferences: [ownerOf(resource)] },
@@ -104,8 +107,8 @@ export class JobAssembler {
     }
     await this.events.emit(resource, 'Normal', 'JobCreated', `created Job ${name}`);
     // After the notes and the Event: a failed patch is retried by adopting the Job, which
-    // writes neither again.
-    await this.own(namespace, record.id, created);
+    // writes neither again. This process knows whether it made a Secret: no read to learn it.
+    await this.own(namespace, record.id, created, secretKeys.length > 0 ? 'made' : 'none');
     return created;
   }
 
@@ -115,9 +118,15 @@ export class JobAssembler {
    * adopting the Job completes what another left undone: the ConfigMap the Job mounts is patched
    * (the patch is idempotent, and the operator may not read ConfigMaps); the Secret, whichever
    * keys it holds, is read and patched unless the Job already controls it. A failure throws: the
-   * reconcile is retried with backoff and adopts the Job.
+   * reconcile is retried with backoff and adopts the Job. `secret` is what the caller knows of
+   * the Secret: it just `made` one (patched without a read) or the Job mounts `none`.
    */
-  async own(namespace: string, buildId: string, job: V1Job): Promise<void> {
+  async own(
+    namespace: string,
+    buildId: string,
+    job: V1Job,
+    secret: 'made' | 'none' | 'unknown' = 'unknown',
+  ): Promise<void> {
     if (this.owned.has(buildId)) return;
     const name = job.metadata?.name;
     const uid = job.metadata?.uid;
@@ -139,10 +148,14 @@ export class JobAssembler {
     if (mountsConfigMap(job, name)) {
       await ignoreMissing(this.deps.workloads.patchConfigMap(namespace, name, patch));
     }
-    const secret = await this.deps.workloads.readSecret(namespace, name);
-    const controller = secret?.metadata?.ownerReferences?.find((o) => o.controller === true);
-    if (secret !== undefined && controller?.uid !== uid) {
+    if (secret === 'made') {
       await ignoreMissing(this.deps.workloads.patchSecret(namespace, name, patch));
+    } else if (secret === 'unknown') {
+      const found = await this.deps.workloads.readSecret(namespace, name);
+      const controller = found?.metadata?.ownerReferences?.find((o) => o.controller === true);
+      if (found !== undefined && controller?.uid !== uid) {
+        await ignoreMissing(this.deps.workloads.patchSecret(namespace, name, patch));
+      }
     }
     this.owned.add(buildId);
   }
@@ -168,6 +181,8 @@ export class JobAssembler {
     if (keys.some((key) => key.startsWith(UPLOAD_TOKEN_PREFIX))) {
       tokens = await this.deps.artifacts.mintUploadTokens(record.id, record.spec.timeoutSeconds);
       if (tokens === undefined) return undefined;
+      // A step that prints its upload token (a shell's trace) must not show it.
+      this.deps.sink.registerSecrets(record.id, [tokens.sbom, tokens.scan]);
     }
     for (const key of keys) {
       const value = secretValueOf(key, access, tokens);
@@ -175,7 +190,6 @@ export class JobAssembler {
         throw new Error(`the Job of build ${record.id} reads an unknown Secret key ${key}`);
       data[key] = Buffer.from(value, 'utf8').toString('base64');
     }
-    this.masking.registered(record.id);
     return {
       apiVersion: 'v1',
       kind: 'Secret',
