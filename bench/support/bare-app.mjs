@@ -42,7 +42,7 @@ const CONFIG = Symbol('CONFIG');
 /** The columns of kiln's Build response (build.mapper.ts toBuildResponse), under its names. */
 const BUILD_COLUMNS = `id, project_id, build_number, git_branch, git_commit, git_author_name,
   git_author_email, status, error_message, started_at, completed_at, created_at, updated_at,
-  image_digest, images`;
+  image_digest, images, failure_reason`;
 const GET_BUILD = `SELECT ${BUILD_COLUMNS} FROM builds WHERE id = $1 AND tenant_id = $2`;
 /** kiln's default list order: created_at descending, ties broken by id. */
 const LIST_PAGE = `SELECT ${BUILD_COLUMNS} FROM builds WHERE tenant_id = $1

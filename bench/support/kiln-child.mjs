@@ -1,6 +1,6 @@
 // The kiln process of bench/operator.bench.mjs, forked with an IPC channel. It starts kiln from
 // dist/ as dist/main.js does (loadConfig from the environment, openDatabase, createApp, listen;
-// KILN_ROLE=all: the API and the operator) and answers the bench: its memory, and when each
+// KILN_ROLE as the bench sets it) and answers the bench: its memory, and when each
 // reconcile started. The one addition to kiln is that record: OperatorRuntime calls
 // `options.reconcile(key, signal)` for every reconcile it counts, and this wraps that function to
 // note the start time (CLOCK_MONOTONIC ms, the clock every process on the machine shares).
@@ -24,17 +24,20 @@ const database = await openDatabase(config, logger, { entities: KILN_ENTITIES })
 const app = await createApp(config, database.dataSource, logger);
 await app.init();
 
-const runtime = app.get(BuildOperator).operatorRuntime;
-if (runtime === undefined) throw new Error('the operator is not running (no kubeconfig?)');
 /** key → start times (ms) of its reconciles. */
 const starts = new Map();
-const reconcile = runtime.options.reconcile;
-runtime.options.reconcile = (key, signal) => {
-  let times = starts.get(key);
-  if (times === undefined) starts.set(key, (times = []));
-  times.push(nowMs());
-  return reconcile(key, signal);
-};
+// KILN_ROLE=api runs no operator: nothing to record.
+const runtime = config.role === 'api' ? undefined : app.get(BuildOperator).operatorRuntime;
+if (config.role !== 'api') {
+  if (runtime === undefined) throw new Error('the operator is not running (no kubeconfig?)');
+  const reconcile = runtime.options.reconcile;
+  runtime.options.reconcile = (key, signal) => {
+    let times = starts.get(key);
+    if (times === undefined) starts.set(key, (times = []));
+    times.push(nowMs());
+    return reconcile(key, signal);
+  };
+}
 
 await app.listen(0, '127.0.0.1');
 const { port } = app.getHttpServer().address();
@@ -60,11 +63,11 @@ const commands = {
     return { ...process.memoryUsage(), collected: globalThis.gc !== undefined };
   },
   operator: () => ({
-    leading: runtime.isLeader,
-    running: runtime.isRunning,
-    queued: runtime.queue?.length ?? null,
-    inFlight: runtime.queue?.inFlight ?? null,
-    delayed: runtime.queue?.delayedCount ?? null,
+    leading: runtime?.isLeader ?? false,
+    running: runtime?.isRunning ?? false,
+    queued: runtime?.queue?.length ?? null,
+    inFlight: runtime?.queue?.inFlight ?? null,
+    delayed: runtime?.queue?.delayedCount ?? null,
     reconciles: [...starts.values()].reduce((n, times) => n + times.length, 0),
   }),
   /** Reconcile start times of the keys asked for (all when none is). */
