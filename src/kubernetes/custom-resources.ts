@@ -1,6 +1,6 @@
-import * as k8s from '@kubernetes/client-node';
-import { kubeCall } from './errors.js';
+import { KubeApiError } from './errors.js';
 import type { KubeClient } from './kube-client.js';
+import { segment } from './workloads.js';
 
 /** A namespaced custom resource as JSON: callers bring their own typed shape. */
 export interface CustomObject {
@@ -21,45 +21,35 @@ export interface CustomObject {
 }
 
 /**
- * Create, read, merge-patch and delete one kind of namespaced custom resource. Errors are
+ * Create, read, merge-patch and delete one kind of namespaced custom resource, as JSON (no
+ * generated client: a Build is written for every build, see KubeClient.json). Errors are
  * KubeApiError (the server said no) or KubeUnavailableError (no server answered).
  */
 export class CustomResources<T extends CustomObject> {
-  private readonly api: k8s.CustomObjectsApi;
-
   constructor(
-    client: KubeClient,
+    private readonly client: KubeClient,
     private readonly group: string,
     private readonly version: string,
     private readonly plural: string,
-  ) {
-    this.api = client.apiClient(k8s.CustomObjectsApi);
-  }
+  ) {}
 
   async create(namespace: string, body: T): Promise<T> {
-    return this.call(() => this.api.createNamespacedCustomObject({ ...this.at(namespace), body }));
+    return this.client.json('POST', this.path(namespace), body);
   }
 
   /** The object, or undefined when there is none. */
   async get(namespace: string, name: string): Promise<T | undefined> {
     try {
-      return await this.call(() =>
-        this.api.getNamespacedCustomObject({ ...this.at(namespace), name }),
-      );
+      return await this.client.json<T>('GET', this.path(namespace, name));
     } catch (error) {
-      if ((error as { status?: unknown }).status === 404) return undefined;
+      if (error instanceof KubeApiError && error.status === 404) return undefined;
       throw error;
     }
   }
 
   /** An RFC 7386 merge patch (client-node's default would be a JSON patch). */
   async mergePatch(namespace: string, name: string, patch: object): Promise<T> {
-    return this.call(() =>
-      this.api.patchNamespacedCustomObject(
-        { ...this.at(namespace), name, body: patch },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      ),
-    );
+    return this.client.json('PATCH', this.path(namespace, name), patch, MERGE_PATCH);
   }
 
   /**
@@ -67,36 +57,27 @@ export class CustomResources<T extends CustomObject> {
    * server refuses it (409) when the object changed since: optimistic concurrency.
    */
   async mergePatchStatus(namespace: string, name: string, patch: object): Promise<T> {
-    return this.call(() =>
-      this.api.patchNamespacedCustomObjectStatus(
-        { ...this.at(namespace), name, body: patch },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-      ),
-    );
+    return this.client.json('PATCH', `${this.path(namespace, name)}/status`, patch, MERGE_PATCH);
   }
 
   /** Deletes with background propagation; true when it existed. */
   async delete(namespace: string, name: string): Promise<boolean> {
     try {
-      await this.call(() =>
-        this.api.deleteNamespacedCustomObject({
-          ...this.at(namespace),
-          name,
-          propagationPolicy: 'Background',
-        }),
+      await this.client.json(
+        'DELETE',
+        `${this.path(namespace, name)}?propagationPolicy=Background`,
       );
       return true;
     } catch (error) {
-      if ((error as { status?: unknown }).status === 404) return false;
+      if (error instanceof KubeApiError && error.status === 404) return false;
       throw error;
     }
   }
 
-  private at(namespace: string) {
-    return { group: this.group, version: this.version, namespace, plural: this.plural };
-  }
-
-  private async call(request: () => Promise<unknown>): Promise<T> {
-    return (await kubeCall(request)) as T;
+  private path(namespace: string, name?: string): string {
+    const collection = `/apis/${this.group}/${this.version}/namespaces/${segment(namespace)}/${this.plural}`;
+    return name === undefined ? collection : `${collection}/${segment(name)}`;
   }
 }
+
+const MERGE_PATCH = 'application/merge-patch+json';

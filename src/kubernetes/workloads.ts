@@ -10,13 +10,14 @@ export class KubeWorkloads {
   private readonly batch: k8s.BatchV1Api;
   private readonly core: k8s.CoreV1Api;
 
-  constructor(client: KubeClient) {
+  constructor(private readonly client: KubeClient) {
     this.batch = client.apiClient(k8s.BatchV1Api);
     this.core = client.apiClient(k8s.CoreV1Api);
   }
 
+  /** Every build's: sent as JSON without the generated client (KubeClient.json). */
   createJob(namespace: string, body: k8s.V1Job): Promise<k8s.V1Job> {
-    return kubeCall(() => this.batch.createNamespacedJob({ namespace, body }));
+    return this.client.json('POST', `/apis/batch/v1/namespaces/${segment(namespace)}/jobs`, body);
   }
 
   /** A merge patch of a Job (e.g. its ttlSecondsAfterFinished once the logs are stored). */
@@ -82,7 +83,13 @@ export class KubeWorkloads {
     );
   }
 
+  /** Every build's (JobCreated, …): sent as JSON without the generated client. */
   createEvent(namespace: string, body: k8s.CoreV1Event): Promise<k8s.CoreV1Event> {
-    return kubeCall(() => this.core.createNamespacedEvent({ namespace, body }));
+    return this.client.json('POST', `/api/v1/namespaces/${segment(namespace)}/events`, body);
   }
+}
+
+/** A name as one segment of an API path. */
+export function segment(name: string): string {
+  return encodeURIComponent(name);
 }
