@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -29,6 +29,11 @@ export class TestBrowser {
   private constructor(private readonly browser: Browser) {}
 
   static async launch(): Promise<TestBrowser> {
+    // Without the built console every page times out: say why at once (`npx nest build` alone
+    // empties dist/, the console with it).
+    const index = join(__dirname, '..', '..', 'dist', 'console', 'index.html');
+    if (!existsSync(index))
+      throw new Error(`${index} is missing: build the console first (make build)`);
     // --no-sandbox: tests run as root in CI containers, where Chromium's sandbox cannot start.
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
