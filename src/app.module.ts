@@ -18,7 +18,7 @@ import type { BuildRunner } from './runners/build-runner.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { RunnersModule } from './runners/runners.module.js';
 
-/** Path prefix of every API route (spec section 9). Health probes live outside it. */
+/** Path prefix of every API route (docs/api.md). Health probes live outside it. */
 export const API_PREFIX = 'api/v1';
 
 /**

@@ -16,7 +16,7 @@ interface RouteRow {
 }
 
 // Every non-public route, exactly as listRoutes() names it, with the permission it must declare
-// (spec section 4). A route missing here, or declaring another permission, fails the suite.
+// (the permissions of docs/security.md). A route missing here, or declaring another permission, fails the suite.
 const ROUTES: Readonly<Record<string, RouteRow>> = {
   'POST /api/v1/builds': { permission: 'build:create', success: 201, build: 'none' },
   'GET /api/v1/builds': { permission: 'build:list', success: 200, build: 'none' },

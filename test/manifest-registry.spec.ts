@@ -6,7 +6,7 @@ import { jsonOf } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /**
- * Issue 10, item 9: a kaniko manifest exactly as spec section 2.7 defines it (no
+ * Issue 10, item 9: a kaniko manifest with only the required fields (no
  * registry_repository) is accepted when tags or a default registry give a repository.
  */
 describe('kaniko manifests without registry_repository', () => {

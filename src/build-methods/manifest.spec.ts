@@ -228,7 +228,7 @@ describe(validateManifest.name, () => {
     });
   });
 
-  describe('wizard messages (spec section 7)', () => {
+  describe('wizard messages', () => {
     it.each<[MethodName, string, (m: Fixture) => void, string, string]>([
       [
         'container',
@@ -352,7 +352,7 @@ describe(validateManifest.name, () => {
       });
     });
 
-    describe('the kaniko output repository (a manifest exactly as spec section 2.7 defines it)', () => {
+    describe('the kaniko output repository (a manifest with only the required fields)', () => {
       const withoutRepository = (tags: string[]): Fixture => {
         const input = wizard('kaniko');
         delete input.build_config.registry_repository;

@@ -23,7 +23,7 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
 ];
 
 /**
- * The OpenAPI 3 document, generated from the controllers and DTOs (spec section 9: 1.0.0), with
+ * The OpenAPI 3 document, generated from the controllers and DTOs (version 1.0.0), with
  * `extraPaths`: what a transport that is no Nest controller describes itself (the log WebSocket,
  * log-stream.openapi.ts), handed in by the composition root.
  */

@@ -84,7 +84,7 @@ export function ApiErrors(
   return applyDecorators(...decorators);
 }
 
-/** A controller whose routes need a bearer token and the X-Tenant-ID header (spec section 5). */
+/** A controller whose routes need a bearer token and the X-Tenant-ID header (the tenant the request acts in). */
 export function ApiTenantScoped(): ClassDecorator {
   return applyDecorators(
     ApiBearerAuth(ACCESS_TOKEN_SCHEME),

@@ -5,7 +5,7 @@ import { type HealthReport, HealthService } from './health.service.js';
 
 /**
  * Probes for Kubernetes and load balancers; outside /api/v1 and without authentication. Not in
- * the OpenAPI document, which describes the API under /api/v1 (spec sections 4 to 7) for its
+ * the OpenAPI document, which describes the API under /api/v1 for its
  * clients; the chart wires the probes.
  */
 @ApiExcludeController()

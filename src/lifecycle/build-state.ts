@@ -1,4 +1,4 @@
-/** Build states and the transitions between them (spec section 3). Pure: no I/O. */
+/** Build states and the transitions between them (docs/api.md). Pure: no I/O. */
 export const BUILD_STATUSES = ['queued', 'in_progress', 'success', 'failed', 'cancelled'] as const;
 export type BuildStatus = (typeof BUILD_STATUSES)[number];
 
@@ -21,7 +21,7 @@ export function isTerminal(status: BuildStatus): boolean {
   return status === 'success' || status === 'failed' || status === 'cancelled';
 }
 
-/** Only a failed build can be retried (spec section 3, rule 3). */
+/** Only a failed build can be retried. */
 export function canRetry(status: BuildStatus): boolean {
   return status === 'failed';
 }

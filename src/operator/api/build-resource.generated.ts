@@ -25,7 +25,7 @@ export const BUILD_RESOURCE_METHODS = [
 ] as const;
 export type BuildResourceMethod = (typeof BUILD_RESOURCE_METHODS)[number];
 
-/** The build's state as kiln's database records it (spec section 3), copied by the operator. */
+/** The build's state as kiln's database records it, copied there by the operator. */
 export const BUILD_STATES = ['queued', 'in_progress', 'success', 'failed', 'cancelled'] as const;
 export type BuildState = (typeof BUILD_STATES)[number];
 
@@ -195,7 +195,7 @@ export interface BuildResourceStatus {
   buildId?: string;
   /** The build's number within its project. */
   buildNumber?: number;
-  /** The build's state as kiln's database records it (spec section 3), copied by the operator. */
+  /** The build's state as kiln's database records it, copied there by the operator. */
   state?: BuildState;
   /** Why a failed build failed. */
   failureReason?: BuildFailureReason;

@@ -2,7 +2,7 @@ import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from './schema.gen.js';
 import { session } from './session.js';
 
-/** The Error body every refusal carries (spec §2.6). */
+/** The Error body every refusal carries: a message, a code, and where known the time, trace id and details. */
 export interface ErrorBody {
   readonly error: string;
   readonly code: string;
