@@ -1,5 +1,6 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { KubeApiError, KubeUnavailableError } from './errors.js';
 import { KubeClient } from './kube-client.js';
 
 describe(KubeClient.name, () => {
@@ -11,6 +12,7 @@ describe(KubeClient.name, () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       seen.push(req);
+      if (req.url?.startsWith('/apis/kiln.dev/') === true) return answerJson(req, res);
       if (req.url === '/version' && req.headers.authorization === 'Bearer test-token') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
@@ -88,6 +90,54 @@ describe(KubeClient.name, () => {
     );
   });
 
+  describe('json (the writes of every build, without the generated clients)', () => {
+    const client = () =>
+      KubeClient.connect(
+        { kind: 'server', server: baseUrl, token: 'test-token', namespace: 'builds' },
+        'kiln-api',
+      );
+    const path = '/apis/kiln.dev/v1alpha1/namespaces/builds/builds';
+
+    it('sends the body as JSON of the given type, authenticated and named, and answers the JSON as sent', async () => {
+      const answer = await client().json<{ echoed: unknown; at: unknown }>(
+        'PATCH',
+        `${path}/b1`,
+        { spec: { suspend: false } },
+        'application/merge-patch+json',
+      );
+
+      expect(answer).toEqual({
+        echoed: {
+          method: 'PATCH',
+          contentType: 'application/merge-patch+json',
+          body: { spec: { suspend: false } },
+        },
+        // Not a Date: the answer is not turned into client-node's models.
+        at: '2026-11-27T12:00:00Z',
+      });
+      expect(seen.at(-1)?.headers).toMatchObject({
+        authorization: 'Bearer test-token',
+        'user-agent': 'kiln-api',
+      });
+    });
+
+    it('throws KubeApiError with the Status reason for a refusal, KubeUnavailableError for a 5xx or no server', async () => {
+      await expect(client().json('GET', `${path}/missing`)).rejects.toEqual(
+        new KubeApiError(404, 'NotFound', 'builds.kiln.dev "missing" not found'),
+      );
+      await expect(client().json('GET', `${path}/overloaded`)).rejects.toBeInstanceOf(
+        KubeUnavailableError,
+      );
+      const nowhere = KubeClient.connect({
+        kind: 'server',
+        server: 'http://127.0.0.1:9',
+        token: 'test-token',
+        namespace: 'builds',
+      });
+      await expect(nowhere.json('GET', path)).rejects.toBeInstanceOf(KubeUnavailableError);
+    });
+  });
+
   it('surfaces a rejected credential as an error', async () => {
     const client = KubeClient.connect({
       kind: 'server',
@@ -99,3 +149,31 @@ describe(KubeClient.name, () => {
     await expect(client.serverVersion()).rejects.toMatchObject({ code: 401 });
   });
 });
+
+/** The custom-resource routes of the test server: an echo, a 404 Status and a 503. */
+function answerJson(req: IncomingMessage, res: ServerResponse): void {
+  const status = (code: number, reason: string, message: string) => {
+    res.writeHead(code, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', code, reason, message }));
+  };
+  if (req.url?.endsWith('/missing') === true)
+    return status(404, 'NotFound', 'builds.kiln.dev "missing" not found');
+  if (req.url?.endsWith('/overloaded') === true)
+    return status(503, 'ServiceUnavailable', 'try later');
+  let body = '';
+  req.setEncoding('utf8');
+  req.on('data', (chunk: string) => (body += chunk));
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        echoed: {
+          method: req.method,
+          contentType: req.headers['content-type'],
+          body: body === '' ? null : JSON.parse(body),
+        },
+        at: '2026-11-27T12:00:00Z',
+      }),
+    );
+  });
+}

@@ -168,7 +168,7 @@ export class KubeClient {
     }
     // Status bodies read as client-node's errors are: KubeApiError, or unavailable on 5xx.
     if (status >= 400) throw toKubeError({ code: status, body: text });
-    return JSON.parse(text) as T;
+    return (text === '' ? undefined : JSON.parse(text)) as T;
   }
 
   /** GET /version: proves the cluster answers and the credentials are accepted. */
