@@ -1,6 +1,5 @@
 import { KubeApiError } from './errors.js';
-import type { KubeClient } from './kube-client.js';
-import { segment } from './workloads.js';
+import { type KubeClient, segment } from './kube-client.js';
 
 /** A namespaced custom resource as JSON: callers bring their own typed shape. */
 export interface CustomObject {

@@ -62,6 +62,11 @@ class PooledKubeConfig extends k8s.KubeConfig {
   }
 }
 
+/** A name as one segment of an API path. */
+export function segment(name: string): string {
+  return encodeURIComponent(name);
+}
+
 /**
  * kiln's one door to @kubernetes/client-node: nothing outside src/kubernetes/ imports it.
  * Later issues add the typed clients (Builds, Jobs, Pods, Leases) here.

@@ -1,6 +1,6 @@
 import { type Dispatcher, fetch } from 'undici';
 import { toKubeError } from './errors.js';
-import type { KubeClient } from './kube-client.js';
+import { type KubeClient, segment } from './kube-client.js';
 
 export interface PodContainerRef {
   readonly namespace: string;
@@ -29,9 +29,7 @@ export class PodLogs {
     onText: (text: string) => void | Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
-    const path =
-      `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}` +
-      `/pods/${encodeURIComponent(ref.pod)}/log`;
+    const path = `/api/v1/namespaces/${segment(ref.namespace)}/pods/${segment(ref.pod)}/log`;
     try {
       const { url, headers, dispatcher } = await this.client.rawRequest(path);
       url.searchParams.set('container', ref.container);

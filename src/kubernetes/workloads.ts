@@ -1,6 +1,6 @@
 import * as k8s from '@kubernetes/client-node';
 import { KubeApiError, kubeCall } from './errors.js';
-import type { KubeClient } from './kube-client.js';
+import { type KubeClient, segment } from './kube-client.js';
 
 /**
  * The built-in objects the operator writes for a build: its Job, the ConfigMap with its
@@ -87,9 +87,4 @@ export class KubeWorkloads {
   createEvent(namespace: string, body: k8s.CoreV1Event): Promise<k8s.CoreV1Event> {
     return this.client.json('POST', `/api/v1/namespaces/${segment(namespace)}/events`, body);
   }
-}
-
-/** A name as one segment of an API path. */
-export function segment(name: string): string {
-  return encodeURIComponent(name);
 }

@@ -55,6 +55,18 @@ function isForeignKeyViolation(error: unknown): boolean {
   return (error as { driverError?: { code?: unknown } }).driverError?.code === '23503';
 }
 
+/** The lines as the four arrays the appends `unnest`: times, levels, messages, metadata. */
+function unnestColumns(
+  lines: readonly NewLogLine[],
+): [string[], string[], string[], Array<string | null>] {
+  return [
+    lines.map((l) => l.ts.toISOString()),
+    lines.map((l) => l.level),
+    lines.map((l) => l.message),
+    lines.map((l) => (l.metadata === null ? null : JSON.stringify(l.metadata))),
+  ];
+}
+
 function isUniqueViolation(error: unknown): boolean {
   return (error as { driverError?: { code?: unknown } }).driverError?.code === '23505';
 }
@@ -153,14 +165,7 @@ export class BuildLogsRepository {
              SELECT $1, $2::int + (t.ord - 1)::int, t.ts, t.level, t.message, t.metadata
                FROM unnest($3::timestamptz[], $4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY
                     AS t(ts, level, message, metadata, ord)`,
-            [
-              buildId,
-              first,
-              accepted.map((l) => l.ts.toISOString()),
-              accepted.map((l) => l.level),
-              accepted.map((l) => l.message),
-              accepted.map((l) => (l.metadata === null ? null : JSON.stringify(l.metadata))),
-            ],
+            [buildId, first, ...unnestColumns(accepted)],
           );
         }
         if (accepted.length > 0 || dropped > 0) {
@@ -252,10 +257,7 @@ export class BuildLogsRepository {
           bytes,
           first,
           capBytes,
-          lines.map((l) => l.ts.toISOString()),
-          lines.map((l) => l.level),
-          lines.map((l) => l.message),
-          lines.map((l) => (l.metadata === null ? null : JSON.stringify(l.metadata))),
+          ...unnestColumns(lines),
           LOG_CHANNEL,
           `${buildId}:${lastSeq}`,
         ],
