@@ -197,7 +197,7 @@ describe('the console’s New build wizard in Chromium', () => {
           status: 'queued',
           git_branch: null,
         });
-        // GET /builds/{id} carries no manifest (spec 2.1): the stored snapshot is read directly.
+        // GET /builds/{id} carries no manifest: the stored snapshot is read directly.
         const [row] = await kiln.dataSource.query(
           'SELECT method, config FROM builds WHERE id = $1',
           [id],
@@ -263,7 +263,7 @@ describe('the console’s New build wizard in Chromium', () => {
     }
   }, 60_000);
 
-  it('shows each spec 7 message beside its field and keeps Next disabled until it is fixed', async () => {
+  it('shows each wizard message beside its field and keeps Next disabled until it is fixed', async () => {
     const { page, problems, context } = await browser.open(kiln.baseUrl);
     try {
       await signIn(page, seeded.users.developer.email);

@@ -18,8 +18,9 @@ const plan = (spec: BuildSpec): DockerfilePlan =>
 
 /**
  * The `container` method: a Containerfile generated from the manifest's base image and
- * instructions. Spec 7 asks every non-kaniko method for both, but spec 2.7 has the wizard send
- * `base_image: ""` for paketo and packer: only this method, which builds from them, requires them.
+ * instructions. The wizard's rules ask every non-kaniko method for both, but its manifest has it
+ * send `base_image: ""` for paketo and packer: only this method, which builds from them,
+ * requires them.
  */
 export const container: BuildMethod = {
   name: 'container',

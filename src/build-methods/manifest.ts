@@ -1,13 +1,12 @@
 /*
- * Validation and normalisation of the wizard-form build manifest (spec 2.7), with the wizard's
- * own messages (spec 7) where the spec gives one. Decisions where the spec is ambiguous (to be
- * recorded in an ADR):
+ * Validation and normalisation of the wizard-form build manifest, with the wizard's own messages
+ * where the service specification gives one. Decisions where it is ambiguous:
  *
- * - Spec 7 says "method is not kaniko and base image empty → Base image is required" (likewise
- *   for instructions), but spec 2.7 says the wizard sends `base_image: ""` for kaniko, paketo
- *   and packer, and no instructions for kaniko. A manifest the wizard builds from a valid form
- *   must pass, so base image + instructions are required only for `container`, the one method
- *   that generates its Dockerfile from them. `buildx` requires `build_config.dockerfile` instead
+ * - The wizard's rules say "method is not kaniko and base image empty → Base image is required"
+ *   (likewise for instructions), but its manifest has the wizard send `base_image: ""` for
+ *   kaniko, paketo and packer, and no instructions for kaniko. A manifest the wizard builds
+ *   from a valid form must pass, so base image + instructions are required only for
+ *   `container`, the one method that generates its Dockerfile from them. `buildx` requires `build_config.dockerfile` instead
  *   ("Dockerfile content is required for Buildx builds"). Other methods keep them as sent.
  * - `build_context` absent → ".". An explicitly empty context gets the Kaniko message for
  *   kaniko and becomes "." for every other method.

@@ -61,7 +61,7 @@ export interface BuildMethod {
   readonly exclusiveFields: ReadonlyArray<keyof BuildConfig>;
   /** Reads and checks the exclusive fields (called only for this method). */
   readExclusiveFields(config: Json, path: string, details: Details): Partial<BuildConfig>;
-  /** This method's own rules (spec 7), after the shared ones; problems go to `details`. */
+  /** This method's own rules (the wizard's), after the shared ones; problems go to `details`. */
   check(draft: ManifestDraft, details: Details): void;
   /**
    * Rules that need asynchronous work (packer: parsing an HCL2 template), run after `check` by

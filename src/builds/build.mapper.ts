@@ -37,7 +37,7 @@ export function toBuildResponse(build: BuildEntity): BuildDto {
 }
 
 /**
- * Spec 2.3. Progress comes from the runner's step counts (null until it reports them); the
+ * A build's status. Progress comes from the runner's step counts (null until it reports them); the
  * estimate is start + the median run time of the project's recent successful builds.
  */
 export function toBuildStatus(

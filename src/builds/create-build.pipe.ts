@@ -10,7 +10,7 @@ import {
 } from './dto/create-build.dto.js';
 
 /**
- * POST /builds takes two bodies (spec 4.1 and 2.7). A body with `manifest` or `tenant_id` is the
+ * POST /builds takes two bodies (the reference form and the wizard form). A body with `manifest` or `tenant_id` is the
  * wizard form; anything else is the reference form. Each is validated strictly (unknown fields
  * are refused), so a field of one form sent with the other is an error, not silently dropped.
  */

@@ -13,7 +13,7 @@ import { LOG_STREAM_PROTOCOL } from './log-stream.server.js';
 export const LOG_STREAM_PATH = '/api/v1/builds/{id}/logs/stream';
 
 /**
- * The log WebSocket (spec 4.10) for the OpenAPI document, which Nest cannot describe:
+ * The log WebSocket for the OpenAPI document, which Nest cannot describe:
  * LogStreamServer answers the HTTP upgrade on Nest's server itself. Written by hand from
  * log-stream.server.ts and log-stream.session.ts, beside them, so a change to either changes this.
  */

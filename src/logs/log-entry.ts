@@ -1,4 +1,4 @@
-/** Spec 2.5 LogEntry levels. */
+/** The levels of a LogEntry. */
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 export type LogEntryLevel = (typeof LOG_LEVELS)[number];
 
@@ -11,7 +11,7 @@ export interface StoredLogLine {
   readonly metadata: Record<string, string> | null;
 }
 
-/** Spec 2.5 (HTTP) and spec 6 (WebSocket: plus build_id and seq). */
+/** A log line as HTTP pages serve it (the WebSocket adds build_id and seq). */
 export interface LogEntryDto {
   timestamp: string;
   level: LogEntryLevel;

@@ -11,7 +11,7 @@ import type {
   SecretManagerType,
 } from './types.js';
 
-/** The method's own settings, as the manifest's build_config names them (spec 2.7). */
+/** The method's own settings, as the manifest's build_config names them. */
 export type MethodConfig = Omit<
   BuildConfig,
   | 'build_type'

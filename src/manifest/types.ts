@@ -1,6 +1,6 @@
 import type { Severity } from './severities.js';
 
-/** The wizard manifest's vocabulary (spec 2.7): method names, tool choices, the manifest's shape. */
+/** The wizard manifest's vocabulary: method names, tool choices, the manifest's shape. */
 
 export const METHOD_NAMES = ['kaniko', 'buildx', 'container', 'paketo', 'packer'] as const;
 export type MethodName = (typeof METHOD_NAMES)[number];

@@ -43,7 +43,7 @@ export class ApiClient {
   }
 }
 
-/** A manifest as the wizard sends it for each method (spec 2.7). */
+/** A manifest as the wizard sends it for each method. */
 export function wizardManifest(
   type: 'kaniko' | 'buildx' | 'container' | 'paketo' | 'packer',
 ): Record<string, unknown> {

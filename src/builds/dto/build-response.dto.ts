@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
 import { FAILURE_REASONS, type FailureReason } from '../../manifest/failure-reasons.js';
 
-/** Spec 2.1: the create and retry responses carry this subset. */
+/** The create and retry responses carry this subset of a Build. */
 export class BuildSummaryDto {
   @ApiProperty({ format: 'uuid' }) id!: string;
   @ApiProperty({ format: 'uuid' }) project_id!: string;
@@ -13,7 +13,7 @@ export class BuildSummaryDto {
   @ApiProperty({ format: 'date-time' }) updated_at!: string;
 }
 
-/** Spec 2.1, the full Build. */
+/** The full Build, as GET /builds/{id} answers it. */
 export class BuildDto extends BuildSummaryDto {
   @ApiPropertyOptional({ type: String, nullable: true }) git_commit!: string | null;
   @ApiPropertyOptional({ type: String, nullable: true }) git_author_name!: string | null;
@@ -52,7 +52,7 @@ export class WizardBuildEnvelopeDto {
   @ApiProperty({ type: BuildSummaryDto }) data!: BuildSummaryDto;
 }
 
-/** Spec 2.2. */
+/** A page of builds: GET /builds. */
 export class BuildListDto {
   @ApiProperty({ type: [BuildDto] }) builds!: BuildDto[];
   @ApiProperty({
@@ -75,7 +75,7 @@ export class BuildProgressDto {
   @ApiProperty({ minimum: 0, maximum: 100 }) percentage!: number;
 }
 
-/** Spec 2.3. */
+/** A build's status and progress: GET /builds/{id}/status. */
 export class BuildStatusDto {
   @ApiProperty({ format: 'uuid' }) build_id!: string;
   @ApiProperty({ enum: BUILD_STATUSES }) status!: BuildStatus;

@@ -11,7 +11,7 @@ import {
 import { IsStringRecord, Satisfies } from '../../common/validators.js';
 import { branchNameProblem } from '../git-ref.js';
 
-/** Spec 4.1, the reference form. */
+/** The reference form of POST /builds: a project and a branch. */
 export class ReferenceCreateBuildDto {
   @ApiProperty({ format: 'uuid' })
   @IsDefined({ message: 'project_id is required' })
@@ -48,7 +48,7 @@ export class ReferenceCreateBuildDto {
   build_args?: Record<string, string> | null;
 }
 
-/** Spec 2.7, the wizard form. The manifest is validated by build-methods/manifest.ts. */
+/** The wizard form of POST /builds. The manifest is validated by build-methods/manifest.ts. */
 export class WizardCreateBuildDto {
   @ApiProperty({ format: 'uuid', description: 'Must equal X-Tenant-ID' })
   @IsDefined({ message: 'tenant_id is required' })
@@ -63,7 +63,7 @@ export class WizardCreateBuildDto {
   @ApiProperty({
     type: 'object',
     additionalProperties: true,
-    description: 'Build manifest (spec 2.7)',
+    description: 'Build manifest (the wizard form: docs/api.md)',
   })
   @IsDefined({ message: 'manifest is required' })
   @IsObject()

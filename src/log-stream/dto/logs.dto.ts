@@ -20,7 +20,7 @@ export class LogsQueryDto {
   limit: number = 100;
 }
 
-/** Spec 2.5. */
+/** One log line of a page. */
 export class LogEntryResponseDto {
   @ApiProperty({ format: 'date-time' }) timestamp!: string;
   @ApiProperty({ enum: LOG_LEVELS }) level!: LogEntryLevel;
@@ -29,7 +29,7 @@ export class LogEntryResponseDto {
   metadata!: Record<string, string> | null;
 }
 
-/** Spec 2.4. */
+/** A page of a build's log: GET /builds/{id}/logs. */
 export class BuildLogsDto {
   @ApiProperty({ format: 'uuid' }) build_id!: string;
   @ApiProperty({ type: [LogEntryResponseDto] }) logs!: LogEntryResponseDto[];

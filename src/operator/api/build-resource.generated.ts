@@ -10,7 +10,7 @@ export const BUILD_PLURAL = 'builds';
 
 /**
  * reference: the source repository's own Dockerfile (method kaniko, no config); wizard: a
- * manifest's build_config (spec 2.7).
+ * manifest's build_config.
  */
 export const BUILD_FORMS = ['reference', 'wizard'] as const;
 export type BuildForm = (typeof BUILD_FORMS)[number];
@@ -57,7 +57,7 @@ export interface BuildResourceSpec {
   projectId: string;
   /**
    * reference: the source repository's own Dockerfile (method kaniko, no config); wizard: a
-   * manifest's build_config (spec 2.7). Default: "wizard".
+   * manifest's build_config. Default: "wizard".
    */
   form?: BuildForm;
   /** The build method. Immutable. */
@@ -65,8 +65,8 @@ export interface BuildResourceSpec {
   /** The git source. Without a repository the build has no checkout. */
   source?: BuildResourceSource;
   /**
-   * The method's own settings, named as the manifest's build_config names them (spec 2.7) plus the
-   * manifest's base_image and instructions.
+   * The method's own settings, named as the manifest's build_config names them plus the manifest's
+   * base_image and instructions.
    */
   config?: BuildResourceConfig;
   /** Where the image goes. */
@@ -114,8 +114,8 @@ export interface BuildResourceSource {
 }
 
 /**
- * The method's own settings, named as the manifest's build_config names them (spec 2.7) plus the
- * manifest's base_image and instructions.
+ * The method's own settings, named as the manifest's build_config names them plus the manifest's
+ * base_image and instructions.
  */
 export interface BuildResourceConfig {
   /** kaniko, buildx (container also accepts it) - the full Dockerfile content. */

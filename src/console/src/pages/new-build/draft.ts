@@ -10,7 +10,7 @@ export const SBOM_TOOLS = ['syft', 'grype', 'trivy'] as const;
 export const SCAN_TOOLS = ['trivy', 'clair', 'grype', 'snyk'] as const;
 export const REGISTRY_TYPES = ['s3', 'harbor', 'quay', 'artifactory'] as const;
 export const SECRET_MANAGER_TYPES = ['vault', 'aws_secretsmanager', 'azure_keyvault'] as const;
-/** The three Paketo builders the wizard offers (spec 2.7): `<namespace>/builder:<tag>`. */
+/** The three Paketo builders the wizard offers, as `<namespace>/builder:<tag>`. */
 export const PAKETO_TAGS = ['base', 'full', 'tiny'] as const;
 export const PAKETO_NAMESPACE = 'paketobuildpacks';
 

@@ -1,6 +1,6 @@
 import type { Draft, Method, Pair } from './draft.js';
 
-/** Splits on commas and trims; empty entries are dropped (spec 2.7, tags). */
+/** Splits on commas and trims; empty entries are dropped (tags). */
 export function splitCommas(text: string): string[] {
   return text
     .split(',')
@@ -8,7 +8,7 @@ export function splitCommas(text: string): string[] {
     .filter((entry) => entry !== '');
 }
 
-/** One element per line, trimmed; blank lines are dropped (spec 2.7, instructions). */
+/** One element per line, trimmed; blank lines are dropped (instructions). */
 export function splitLines(text: string): string[] {
   return text
     .split(/\r?\n/)
@@ -18,7 +18,7 @@ export function splitLines(text: string): string[] {
 
 /**
  * Key/value rows as an object. Rows without a key are dropped (an editor's unfinished row), and
- * with `dropEmptyValues` rows without a value too (spec 2.7, environment).
+ * with `dropEmptyValues` rows without a value too (environment).
  */
 export function toObject(pairs: readonly Pair[], dropEmptyValues = false): Record<string, string> {
   const object: Record<string, string> = {};
@@ -30,7 +30,7 @@ export function toObject(pairs: readonly Pair[], dropEmptyValues = false): Recor
   return object;
 }
 
-/** The Paketo builder image (spec 2.7: `<builder_namespace>/builder:<tag>`), or '' if unchosen. */
+/** The Paketo builder image (`<builder_namespace>/builder:<tag>`), or '' if unchosen. */
 export function paketoBuilder(draft: Pick<Draft, 'paketo_namespace' | 'paketo_tag'>): string {
   const namespace = draft.paketo_namespace.trim();
   return namespace === '' || draft.paketo_tag === ''
@@ -54,8 +54,8 @@ export type TemplateRead =
 
 /**
  * A legacy JSON Packer template read in the browser: its builders, provisioners and
- * post-processors (spec 2.7 sends them beside the template, "parsed from the template"). HCL2 is
- * parsed only by the server.
+ * post-processors (the manifest sends them beside the template, "parsed from the template").
+ * HCL2 is parsed only by the server.
  */
 export function readJsonTemplate(template: string): TemplateRead {
   let parsed: unknown;
@@ -79,7 +79,7 @@ export function readJsonTemplate(template: string): TemplateRead {
   };
 }
 
-/** POST /builds, reference form (spec 4.1). */
+/** POST /builds, reference form. */
 export interface ReferenceBody {
   project_id: string;
   git_branch: string;
@@ -87,7 +87,7 @@ export interface ReferenceBody {
   build_args?: Record<string, string>;
 }
 
-/** POST /builds, wizard form (spec 2.7). */
+/** POST /builds, wizard form. */
 export interface WizardBody {
   tenant_id: string;
   project_id: string;
@@ -117,7 +117,7 @@ export function requestBody(draft: Draft, tenantId: string): ReferenceBody | Wiz
   return { tenant_id: tenantId, project_id: draft.project_id, manifest: manifestOf(draft) };
 }
 
-/** The manifest of spec 2.7: only the fields of the chosen method are sent. */
+/** The wizard's manifest: only the fields of the chosen method are sent. */
 export function manifestOf(draft: Draft): Record<string, unknown> {
   const type = draft.type as Method;
   const usesImage = type !== 'kaniko';
@@ -172,7 +172,7 @@ export function manifestOf(draft: Draft): Record<string, unknown> {
     name: draft.name.trim(),
     description: draft.description,
     type,
-    // Spec 2.7: an empty base image and no instructions for kaniko.
+    // The manifest's rule: an empty base image and no instructions for kaniko.
     base_image: usesImage ? draft.base_image.trim() : '',
     instructions: usesImage ? splitLines(draft.instructions) : [],
     environment: toObject(draft.environment, true),

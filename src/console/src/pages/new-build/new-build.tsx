@@ -50,7 +50,7 @@ export function NewBuild() {
 type Unplaced = ReadonlyArray<readonly [string, string]>;
 
 /**
- * One step at a time; Next is enabled only when the step's fields meet spec 7's conditions. The
+ * One step at a time; Next is enabled only when the step's fields meet the wizard's conditions. The
  * review step shows the exact body that "Create build" sends; a 400 is mapped back onto fields.
  */
 function Wizard({ tenantId }: { tenantId: string }) {

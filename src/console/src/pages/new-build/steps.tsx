@@ -125,7 +125,7 @@ export function MethodStep({ draft, change, errorOf }: StepProps) {
   );
 }
 
-/** The fields of the chosen method only (spec 2.7 says which field applies to which method). */
+/** The fields of the chosen method only (the manifest says which field applies to which method). */
 export function MethodFieldsStep(props: StepProps) {
   const { draft, change, errorOf } = props;
   const type = draft.type;

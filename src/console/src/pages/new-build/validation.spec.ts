@@ -17,7 +17,7 @@ describe('problemsOf', () => {
     expect(problemsOf(draft({ type: 'buildx', build_context: '' }), 'config')).toEqual({});
   });
 
-  it('uses the spec 7 messages word for word', () => {
+  it('uses the wizard messages word for word', () => {
     expect(MESSAGES).toMatchObject({
       baseImageRequired: 'Base image is required',
       instructionsRequired: 'At least one build instruction is required',

@@ -8,9 +8,10 @@ import {
 } from './manifest.js';
 
 /**
- * The wizard's messages. The first seven are spec 7's, word for word. Spec 7 says "Tags are
- * required for all methods" without a message: the server's is used, so both say the same.
- * Buildx's is the server's too (it needs Dockerfile content; spec 7 has no line for it).
+ * The wizard's messages. The first seven are the service specification's, word for word. It
+ * says "Tags are required for all methods" without a message: the server's is used, so both say
+ * the same. Buildx's is the server's too (it needs Dockerfile content; the specification has no
+ * line for it).
  */
 export const MESSAGES = {
   baseImageRequired: 'Base image is required',
@@ -114,12 +115,12 @@ export function fieldOf(detailKey: string): FieldId | undefined {
 }
 
 /**
- * What stops the user leaving `step`: each condition of spec 7 (and the reference form's own
+ * What stops the user leaving `step`: each of the wizard's conditions (and the reference form's own
  * required fields) that applies to the draft, keyed by the field it is shown beside.
  *
- * Spec 7 asks "not kaniko" methods for a base image and instructions, but spec 2.7 has the
- * wizard send `base_image: ""` for paketo and packer: like the server (src/build-methods/
- * container.ts), only `container`, which builds from them, requires them.
+ * The wizard's rules ask "not kaniko" methods for a base image and instructions, but its
+ * manifest has the wizard send `base_image: ""` for paketo and packer: like the server
+ * (src/build-methods/container.ts), only `container`, which builds from them, requires them.
  */
 export function problemsOf(draft: Draft, step: StepId): Problems {
   const problems: Problems = {};
