@@ -12,7 +12,7 @@ process.on('disconnect', () => process.exit(1));
 let creates = 0;
 
 /**
- * The body of the next POST /builds: the reference form (spec 4.1: project_id, git_branch and an
+ * The body of the next POST /builds: the reference form (project_id, git_branch and an
  * optional git_commit; no manifest to validate, so the cheapest valid create) for the next of
  * `projectIds` in turn. kiln refuses a second queued build of the same project, branch and commit
  * (409), so each request carries a commit no other request of this process used.
