@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system packages kiln's local runner and its tests need, when they are missing:
 # buildah (builds), docker-registry (the local registry tests push to), busybox-static (a base
-# image made in tests without pulling), git (sources), and Go 1.19 with sprig, semver, yaml.v2 and
-# yaml.v3 (the chart tests render charts/kiln with Helm's template engine, test/support/helm/),
-# Chromium with a font (the web console's browser tests drive it through playwright-core), and
-# skopeo (`make verify-pins`, and the tests of it against the local registry).
+# image made in tests without pulling), git (sources), unzip (scripts/kube-tools.sh unpacks kubectl
+# and helm), Chromium with a font (the web console's browser tests drive it through
+# playwright-core), skopeo (`make verify-pins`, and the tests of it against the local registry),
+# and packer (Debian's 1.6.6: the local runner's packer builds, and their test).
 # As root on Debian it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -14,6 +14,8 @@ declare -A PACKAGE_FOR=(
   [git]=git
   [chromium]=chromium
   [skopeo]=skopeo
+  [unzip]=unzip
+  [packer]=packer
 )
 missing=()
 for command in "${!PACKAGE_FOR[@]}"; do
@@ -21,13 +23,6 @@ for command in "${!PACKAGE_FOR[@]}"; do
 done
 [[ -x /bin/busybox ]] || missing+=(busybox-static)
 [[ -d /usr/share/fonts/truetype/dejavu ]] || missing+=(fonts-dejavu-core)
-[[ -x /usr/lib/go-1.19/bin/go ]] || missing+=(golang-1.19-go)
-[[ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]] ||
-  missing+=(golang-github-masterminds-sprig-dev)
-[[ -d /usr/share/gocode/src/github.com/Masterminds/semver ]] ||
-  missing+=(golang-github-masterminds-semver-dev)
-[[ -d /usr/share/gocode/src/gopkg.in/yaml.v3 ]] || missing+=(golang-gopkg-yaml.v3-dev)
-[[ -d /usr/share/gocode/src/gopkg.in/yaml.v2 ]] || missing+=(golang-gopkg-yaml.v2-dev)
 if ((${#missing[@]} == 0)); then
   exit 0
 fi

@@ -21,13 +21,16 @@ type Component = (typeof COMPONENTS)[number];
 
 type Obj = Record<string, any>;
 
-const render = (values: Obj = {}): RenderedChart =>
+const render = (values: Obj = {}, skipSchemaValidation = false): RenderedChart =>
   renderChart({
     chartDir: CHART,
     releaseName: 'kiln',
     namespace: 'kiln',
     values: { ...DATABASE, ...values },
+    skipSchemaValidation,
   });
+/** The templates' own guards, reached past values.schema.json as `--skip-schema-validation` does. */
+const renderUnchecked = (values: Obj): RenderedChart => render(values, true);
 const one = (chart: RenderedChart, kind: string, name: string): Obj => {
   const found = chart.documents
     .map((d) => d.object as Obj)
@@ -167,27 +170,30 @@ describe("the chart's secret-manager credentials (charts/kiln)", () => {
     ['254 characters', 'a'.repeat(254)],
     ['nothing', ''],
   ])('stops the render on a Secret name with %s, naming the entry', (_what, name) => {
-    expect(() =>
-      render({ operator: { credentialSecrets: [{ name: 'vault-token' }, { name }] } }),
-    ).toThrow(
+    const values = { operator: { credentialSecrets: [{ name: 'vault-token' }, { name }] } };
+    // helm checks values.schema.json first; the template refuses too, when the schema is skipped.
+    expect(() => render(values)).toThrow(
+      /values don't meet the specifications of the schema.*\n.*\n- at '\/operator\/credentialSecrets\/1\/name'/,
+    );
+    expect(() => renderUnchecked(values)).toThrow(
       `operator.credentialSecrets[1].name "${name}" is not a Secret name: a DNS-1123 subdomain`,
     );
   });
 
   it('stops the render on an entry that is not a map, a relative mountPath or a mountPath in use', () => {
-    expect(() => render({ api: { credentialSecrets: ['vault-token'] } })).toThrow(
+    expect(() => renderUnchecked({ api: { credentialSecrets: ['vault-token'] } })).toThrow(
       'api.credentialSecrets[0] must be a map',
     );
     expect(() =>
-      render({ operator: { credentialSecrets: [{ name: 'ca', mountPath: 'etc/ca' }] } }),
+      renderUnchecked({ operator: { credentialSecrets: [{ name: 'ca', mountPath: 'etc/ca' }] } }),
     ).toThrow('operator.credentialSecrets[0].mountPath "etc/ca" must be an absolute path');
     expect(() =>
-      render({ operator: { credentialSecrets: [{ name: 'ca' }, { name: 'ca' }] } }),
+      renderUnchecked({ operator: { credentialSecrets: [{ name: 'ca' }, { name: 'ca' }] } }),
     ).toThrow(
       'operator.credentialSecrets[1]: mountPath /var/run/kiln/credentials/ca is taken by operator.credentialSecrets[0]',
     );
     expect(() =>
-      render({
+      renderUnchecked({
         operator: {
           credentialSecrets: [
             { name: 'token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount/' },
@@ -196,7 +202,7 @@ describe("the chart's secret-manager credentials (charts/kiln)", () => {
       }),
     ).toThrow('is taken by the service-account token');
     expect(() =>
-      render({ operator: { credentialSecrets: [{ name: 'ca', mountPath: '/tmp' }] } }),
+      renderUnchecked({ operator: { credentialSecrets: [{ name: 'ca', mountPath: '/tmp' }] } }),
     ).toThrow('is taken by the temporary directory');
   });
 

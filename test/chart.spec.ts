@@ -7,7 +7,7 @@ import { parse, parseDocument } from 'yaml';
 import { renderChart, type RenderedChart } from './support/helm/render.js';
 import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
-import { kubectlOnPath, kubectlWith } from './support/kube/kubectl.js';
+import { kubectlWith } from './support/kube/kubectl.js';
 import { type PodSpec, restrictedViolations } from './support/pod-security.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -448,11 +448,7 @@ describe('the Helm chart (charts/kiln)', () => {
       expect({ name, known: known.has(name) }).toEqual({ name, known: true });
   });
 
-  const describeWithKubectl = kubectlOnPath ? describe : describe.skip;
-  if (!kubectlOnPath)
-    console.warn('kubectl is not on PATH: the chart is not applied to the API server double');
-
-  describeWithKubectl('applied with the real kubectl to the API server double', () => {
+  describe('applied with the real kubectl to the API server double', () => {
     let server: KubeApiServer;
     let dir: string;
     let kubeconfig: string;

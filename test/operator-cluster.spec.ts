@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { GIT_IMAGE, KANIKO_IMAGE } from '../src/build-methods/images.js';
+import { ProjectsService } from '../src/projects/projects.service.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient, wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
@@ -11,7 +12,6 @@ import {
   clusterTarget,
   REAL_CLUSTER_KUBECONFIG,
 } from './support/kube/cluster-target.js';
-import { kubectlOnPath } from './support/kube/kubectl.js';
 import { LogStreamClient } from './support/log-stream-client.js';
 import { until } from './support/operator-ground.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -20,14 +20,15 @@ const NAMESPACE = process.env['KILN_TEST_NAMESPACE'] ?? 'kiln-e2e';
 const BUILD_API = 'kiln.dev/v1alpha1';
 /** Where the builds push. The double pushes nowhere; a real cluster needs a registry it trusts. */
 const REGISTRY = process.env['KILN_TEST_REGISTRY'] ?? 'registry.example.com';
+/**
+ * The repository the builds clone (their `source` init container). The double's git image is a
+ * script; a real cluster clones for real, so it must be one the cluster reaches.
+ */
+const REPOSITORY =
+  process.env['KILN_TEST_GIT_REPOSITORY'] ?? 'https://github.com/octocat/Hello-World.git';
 /** An image reference without its digest or tag: how the double's scripts name images. */
 const repositoryOf = (image: string) => image.replace(/@.*$/, '').replace(/:[^/:]*$/, '');
 
-if (!kubectlOnPath)
-  console.warn(
-    'kubectl is not on PATH: the operator suite on any cluster creates its Builds through the ' +
-      'API server instead of kubectl apply, and does not read kubectl get kb',
-  );
 if (REAL_CLUSTER_KUBECONFIG !== undefined)
   console.warn(`KUBECONFIG is set: the operator suite on any cluster runs against that cluster`);
 
@@ -46,6 +47,8 @@ describe('the operator on any cluster', () => {
   let cluster: ClusterTarget;
   let kiln: TestApp;
   let seeded: Seeded;
+  /** Tenant A's project whose repository the cluster can clone. */
+  let project: string;
   let admin: ApiClient;
   let token: string;
   const made: string[] = [];
@@ -70,6 +73,7 @@ describe('the operator on any cluster', () => {
       },
     });
     seeded = await seedTenancy(kiln);
+    project = (await kiln.app.get(ProjectsService).create(seeded.tenantA, 'e2e', REPOSITORY)).id;
     token = await tokenFor(kiln.baseUrl, seeded.users.admin.email);
     admin = new ApiClient(kiln, token, seeded.tenantA);
   }, 120_000);
@@ -77,7 +81,7 @@ describe('the operator on any cluster', () => {
   afterAll(async () => {
     await kiln?.close();
     if (cluster?.kind === 'KUBECONFIG' && made.length > 0)
-      await cluster.kubectl?.('delete', 'build', '--ignore-not-found', '--wait=false', ...made);
+      await cluster.kubectl('delete', 'build', '--ignore-not-found', '--wait=false', ...made);
     await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 60_000);
@@ -101,7 +105,7 @@ describe('the operator on any cluster', () => {
     config['registry_repository'] = `${REGISTRY}/kiln-e2e/app`;
     const created = await admin.request('POST', '/builds', {
       tenant_id: seeded.tenantA,
-      project_id: seeded.projectA,
+      project_id: project,
       manifest,
     });
     expect(created.status).toBe(201);
@@ -124,10 +128,9 @@ describe('the operator on any cluster', () => {
     }
   }
 
-  /** `kubectl get kb` split into words (undefined without kubectl). */
+  /** `kubectl get kb` split into words. */
   const table = async (...names: string[]) => {
-    const run = await cluster.kubectl?.('get', 'kb', ...names);
-    if (run === undefined) return undefined;
+    const run = await cluster.kubectl('get', 'kb', ...names);
     expect(run.code).toBe(0);
     return run.stdout
       .trim()
@@ -137,7 +140,7 @@ describe('the operator on any cluster', () => {
 
   /**
    * A kaniko Build named `name` of this project, as a user would write it: `kubectl apply` of its
-   * YAML (without kubectl, a create through the API server).
+   * YAML.
    */
   async function apply(name: string, projectId: string): Promise<void> {
     made.push(name);
@@ -153,7 +156,6 @@ describe('the operator on any cluster', () => {
         output: { image: `${REGISTRY}/kiln-e2e/${name}`, tags: ['e2e'] },
       },
     };
-    if (cluster.kubectl === undefined) return cluster.create(build);
     const path = join(dir, `${name}.yaml`);
     writeFileSync(path, stringify(build));
     expect(await cluster.kubectl('apply', '-f', path)).toMatchObject({ code: 0 });
@@ -184,10 +186,8 @@ describe('the operator on any cluster', () => {
       (await cluster.get(BUILD_API, 'Build', id))?.status?.state === 'success' ? true : undefined,
     );
     const rows = await table(id);
-    if (rows !== undefined) {
-      expect(rows[0]).toEqual(['NAME', 'NUMBER', 'METHOD', 'STATUS', 'REASON', 'AGE']);
-      expect(rows[1]!.slice(0, 4)).toEqual([id, String(build.build_number), 'kaniko', 'success']);
-    }
+    expect(rows[0]).toEqual(['NAME', 'NUMBER', 'METHOD', 'STATUS', 'REASON', 'AGE']);
+    expect(rows[1]!.slice(0, 4)).toEqual([id, String(build.build_number), 'kaniko', 'success']);
   });
 
   it('cancels a running build: cancelled, its Job gone, the lines printed before the cancel kept', async () => {
@@ -209,7 +209,7 @@ describe('the operator on any cluster', () => {
 
   it('a Build applied by hand (kubectl apply; a create without kubectl): registered with a number, listed by REST, run to success', async () => {
     const name = `applied-${Date.now()}`;
-    await apply(name, seeded.projectA);
+    await apply(name, project);
 
     const buildId = await until(
       'registration',

@@ -12,12 +12,13 @@ import { ApiClient, wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
 import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
-import { kubectlOnPath, kubectlWith } from './support/kube/kubectl.js';
+import { kubectlWith } from './support/kube/kubectl.js';
 import { type ContainerScript, numberedLine } from './support/kube/kubelet.js';
 import { LogStreamClient } from './support/log-stream-client.js';
 import { until } from './support/operator-ground.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { noteDoubleOnly } from './support/kube/cluster-target.js';
+import { unpromised } from './support/kube/conformance.js';
 
 const NS = 'kiln-builds';
 const BUILDS = ['kiln.dev/v1alpha1', 'builds'] as const;
@@ -358,8 +359,7 @@ describe('the operator', () => {
 
   /**
    * `kubectl apply -f config/samples/` as a new user runs it: every sample at once, in one project
-   * and often on one branch. Where no kubectl that can talk to the double is installed, the same
-   * objects are created over the double's HTTP API, as kubectl's client-side apply does.
+   * and often on one branch, with the project's kubectl.
    */
   async function applySamples(samples: Array<Record<string, any>>): Promise<string> {
     const samplesDir = join(dir, 'samples');
@@ -367,26 +367,10 @@ describe('the operator', () => {
     for (const sample of samples) {
       writeFileSync(join(samplesDir, `${sample.metadata.name}.yaml`), stringify(sample));
     }
-    if (kubectlOnPath) {
-      const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig-kubectl'), cluster.url, NS);
-      const applied = await kubectlWith(kubeconfig, dir, '-n', NS, 'apply', '-f', samplesDir);
-      expect(applied).toMatchObject({ code: 0, stderr: '' });
-      return applied.stdout;
-    }
-    const lines: string[] = [];
-    for (const sample of samples) {
-      const response = await fetch(
-        `${cluster.url}/apis/kiln.dev/v1alpha1/namespaces/${NS}/builds`,
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(sample),
-        },
-      );
-      expect(response.status).toBe(201);
-      lines.push(`build.kiln.dev/${sample.metadata.name} created`);
-    }
-    return `${lines.join('\n')}\n`;
+    const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig-kubectl'), cluster.url, NS);
+    const applied = await kubectlWith(kubeconfig, dir, '-n', NS, 'apply', '-f', samplesDir);
+    expect(applied).toMatchObject({ code: 0, stderr: '' });
+    return applied.stdout;
   }
 
   it('kubectl apply -f config/samples/: every sample registers with a number, runs side by side with the others to Succeeded=True, and is listed by REST and kubectl', async () => {
@@ -448,7 +432,6 @@ describe('the operator', () => {
         ? true
         : undefined,
     );
-    if (!kubectlOnPath) return;
     const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig-kubectl'), cluster.url, NS);
     const table = await kubectlWith(kubeconfig, dir, '-n', NS, 'get', 'kb', ...ran.keys());
     expect(table.code).toBe(0);
@@ -465,4 +448,8 @@ describe('the operator', () => {
     }
     expect(rows).toHaveLength(ran.size);
   }, 180_000);
+
+  it('sent only requests the double promises to serve faithfully (docs/adr/0041)', () => {
+    expect(unpromised(cluster.requests)).toEqual([]);
+  });
 });

@@ -5,7 +5,8 @@ import { parseAllDocuments } from 'yaml';
 import { KubeApiServer } from '../support/kube/api-server.js';
 import { expectStatus, FIXTURES_DIR, k8s, kubeConfigFor } from '../support/kube/client.js';
 import { writeKubeconfig } from '../support/kube/kubeconfig.js';
-import { type KubectlRun, kubectlOnPath, kubectlWith } from '../support/kube/kubectl.js';
+import { type KubectlRun, kubectlWith } from '../support/kube/kubectl.js';
+import { unpromised } from '../support/kube/conformance.js';
 
 const NS = 'builds';
 const ALL_KINDS = join(FIXTURES_DIR, 'builtin-kinds', 'all-kinds.yaml');
@@ -484,12 +485,6 @@ describe(`${KubeApiServer.name} built-in kinds for Helm charts`, () => {
   });
 });
 
-if (!kubectlOnPath)
-  console.warn(
-    'kubectl is not on PATH: the kubectl suite of the built-in kinds of the API server double is skipped',
-  );
-const describeWithKubectl = kubectlOnPath ? describe : describe.skip;
-
 /** `deployment.apps/web`: how kubectl names an object in its output. */
 const kubectlName = (m: Manifest): string => {
   const group = m.apiVersion.includes('/') ? `.${m.apiVersion.split('/')[0]}` : '';
@@ -581,7 +576,7 @@ const TABLES: [string, string, string[], RegExp][] = [
   ],
 ];
 
-describeWithKubectl(`${KubeApiServer.name} built-in kinds with kubectl`, () => {
+describe(`${KubeApiServer.name} built-in kinds with kubectl`, () => {
   let server: KubeApiServer;
   let dir: string;
   let kubeconfig: string;
@@ -693,5 +688,9 @@ describeWithKubectl(`${KubeApiServer.name} built-in kinds with kubectl`, () => {
     // kubectl's discovery cache still lists builds, so it asks, and the double answers 404.
     expect(gone.stderr).toContain('the server could not find the requested resource');
     expect(server.store.list('kiln.dev/builds')).toEqual([]);
+  });
+
+  it('sent only requests the double promises to serve faithfully (docs/adr/0041)', () => {
+    expect(unpromised(server.requests)).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { KubeApiServer } from '../support/kube/api-server.js';
 import { eventually, expectStatus, k8s, kubeConfigFor, merge } from '../support/kube/client.js';
-import { verifyCrc } from '../support/kube/kubelet.js';
+import { crcLine, summarize, verifyCrc } from '../support/kube/kubelet.js';
 
 const NS = 'jobs';
 const KANIKO = 'registry.example/kaniko@sha256:1111';
@@ -124,6 +124,42 @@ describe(`${KubeApiServer.name} Job controller and kubelet`, () => {
     expect(lines[0]).toBe('line 000001 of 000050');
     expect(verifyCrc(lines)).toBe(true);
     expect(verifyCrc([...lines.slice(0, 10), ...lines.slice(11)])).toBe(false);
+  });
+
+  /** The whole log of the only pod of a finished Job. */
+  const logOf = async (job: string): Promise<string> => {
+    await untilCondition(job, 'Complete');
+    const [pod] = await podsOf(job);
+    return core.readNamespacedPodLog({ namespace: NS, name: pod?.metadata?.name ?? '' });
+  };
+
+  it('logs a CRLF line end without its CR, as containerd does, and keeps any other CR', async () => {
+    server.kubelet.script(KANIKO, {
+      lines: ['dos\r', 'crlf\r\nlines', '10%\r20%\r30%', 'twice\r\r'],
+    });
+    await batch.createNamespacedJob({ namespace: NS, body: jobBody('cr') });
+    expect(await logOf('cr')).toBe('dos\ncrlf\nlines\n10%\r20%\r30%\ntwice\r\n');
+  });
+
+  it('prints the lines a run hook returns one by one, and a printCrc summary over the lines logged', async () => {
+    server.kubelet.script(KANIKO, {
+      lines: ['fetching\nunpacking', 'done\r'],
+      printCrc: true,
+      run: () => Promise.resolve({ lines: ['pushed\n', 'digest sha256:1234'] }),
+    });
+    await batch.createNamespacedJob({ namespace: NS, body: jobBody('hooked') });
+    const lines = (await logOf('hooked')).trimEnd().split('\n');
+    const s = summarize(['fetching', 'unpacking', 'done']);
+    expect(lines).toEqual([
+      'fetching',
+      'unpacking',
+      'done',
+      crcLine(s.lines, s.bytes, s.crc32),
+      'pushed',
+      '',
+      'digest sha256:1234',
+    ]);
+    expect(verifyCrc(lines.slice(0, 4))).toBe(true);
   });
 
   it('fails a backoffLimit 0 Job with BackoffLimitExceeded when its pod exits non-zero', async () => {

@@ -158,6 +158,90 @@ describe(`${KubeApiServer.name} pods/log`, () => {
     );
   });
 
+  /** Runs BUILDER in a Job and resolves with its pod's name once the pod has Succeeded. */
+  const runToEnd = async (name: string): Promise<string> => {
+    const pod = await runJob(name);
+    await eventually(async () =>
+      (await core.readNamespacedPod({ namespace: NS, name: pod })).status?.phase === 'Succeeded'
+        ? true
+        : undefined,
+    );
+    return pod;
+  };
+
+  /** A whole `timestamps=true` log as [timestamp, text] pairs, each line required to have both. */
+  const stamped = async (pod: string, options: k8s.LogOptions = {}): Promise<string[][]> => {
+    const log = await follow(config, pod, 'build', { ...options, timestamps: true });
+    await log.ended;
+    const text = log.text();
+    if (text === '') return [];
+    expect(text.endsWith('\n')).toBe(true);
+    return text
+      .slice(0, -1)
+      .split('\n')
+      .map((line) => {
+        const match = TS.exec(line);
+        expect(match).not.toBeNull();
+        return [match?.[1] ?? '', match?.[2] ?? ''];
+      });
+  };
+
+  it('serves a lines entry holding newlines as one timestamped line per line, in order', async () => {
+    server.kubelet.script(BUILDER, { lines: ['one', 'two\nthree\nfour', 'five\n', '\nsix'] });
+    const pod = await runToEnd('multi-line');
+    const lines = await stamped(pod);
+    expect(lines.map(([, text]) => text)).toEqual([
+      'one',
+      'two',
+      'three',
+      'four',
+      'five',
+      '',
+      '',
+      'six',
+    ]);
+    const stamps = lines.map(([stamp]) => stamp);
+    expect([...stamps].sort()).toEqual(stamps);
+    expect(await core.readNamespacedPodLog({ namespace: NS, name: pod })).toBe(
+      'one\ntwo\nthree\nfour\nfive\n\n\nsix\n',
+    );
+  });
+
+  it('counts each line of a multi-line entry for tailLines', async () => {
+    server.kubelet.script(BUILDER, { lines: ['one', 'two\nthree\nfour'] });
+    const pod = await runToEnd('multi-tail');
+    expect(await core.readNamespacedPodLog({ namespace: NS, name: pod, tailLines: 2 })).toBe(
+      'three\nfour\n',
+    );
+  });
+
+  it('spends limitBytes on the timestamp of every line of a multi-line entry', async () => {
+    server.kubelet.script(BUILDER, { lines: ['one', 'two\nthree'] });
+    const pod = await runToEnd('multi-limit');
+    const stamp = '2026-01-01T00:00:00.000000000Z';
+    const expected = `${stamp} one\n${stamp} two\n${stamp} `;
+    const log = await core.readNamespacedPodLog({
+      namespace: NS,
+      name: pod,
+      timestamps: true,
+      limitBytes: expected.length,
+    });
+    expect(log.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z/g, stamp)).toBe(expected);
+  });
+
+  it('starts a sinceTime read inside a multi-line entry, at the second of the line it names', async () => {
+    // 30 lines 50 ms apart span more than a second: some line starts a new second.
+    const parts = Array.from({ length: 30 }, (_, i) => `part ${i + 1}`);
+    server.kubelet.script(BUILDER, { lines: [parts.join('\n')], linesPerSecond: 20 });
+    const pod = await runToEnd('multi-since');
+    const all = await stamped(pod);
+    expect(all.map(([, text]) => text)).toEqual(parts);
+    const second = (stamp: string | undefined): string => (stamp ?? '').slice(0, 19);
+    const next = all.findIndex(([stamp]) => second(stamp) !== second(all[0]?.[0]));
+    expect(next).toBeGreaterThan(0);
+    expect(await stamped(pod, { sinceTime: all[next]?.[0] ?? '' })).toEqual(all.slice(next));
+  });
+
   it('requires a container for a pod with several, refuses previous, and answers 404 for a deleted pod', async () => {
     server.kubelet.script(BUILDER, { hang: true });
     const pod = await runJob('multi', ['build', 'sidecar']);

@@ -118,6 +118,46 @@ describe(`${KubeApiServer.name} watch`, () => {
     w.controller.abort();
   });
 
+  it('serves a streaming list (sendInitialEvents): the state as ADDED, a BOOKMARK marking its end, then changes', async () => {
+    await custom.createNamespacedCustomObject({ ...B, body: build('one') });
+    await custom.createNamespacedCustomObject({ ...B, body: build('two') });
+    const response = await fetch(
+      `${server.url}${PATH}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`,
+    );
+    const reader = response.body!.getReader();
+    let text = '';
+    const lines = async (n: number): Promise<Array<Record<string, any>>> => {
+      while (text.split('\n').length <= n)
+        text += new TextDecoder().decode((await reader.read()).value);
+      return text
+        .split('\n')
+        .slice(0, n)
+        .map((line) => JSON.parse(line) as Record<string, any>);
+    };
+    const initial = await lines(3);
+    expect(initial.map((e) => [e['type'], e['object'].metadata.name])).toEqual([
+      ['ADDED', 'one'],
+      ['ADDED', 'two'],
+      ['BOOKMARK', undefined],
+    ]);
+    expect(initial[2]!['object'].metadata.annotations).toEqual({
+      'k8s.io/initial-events-end': 'true',
+    });
+    await custom.createNamespacedCustomObject({ ...B, body: build('three') });
+    const [, , , later] = await lines(4);
+    expect([later!['type'], later!['object'].metadata.name]).toEqual(['ADDED', 'three']);
+    await reader.cancel();
+  });
+
+  it('refuses a streaming list without resourceVersionMatch=NotOlderThan and bookmarks, in the stream', async () => {
+    const response = await fetch(`${server.url}${PATH}?watch=true&sendInitialEvents=true`);
+    const [event] = (await response.text()).trim().split('\n');
+    expect(JSON.parse(event!)).toMatchObject({
+      type: 'ERROR',
+      object: { kind: 'Status', code: 422, reason: 'Invalid' },
+    });
+  });
+
   it('sends no BOOKMARK without allowWatchBookmarks', async () => {
     const w = await watch(config, { resourceVersion: '1' });
     await new Promise((resolve) => setTimeout(resolve, 500));

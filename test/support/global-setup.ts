@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { KILN_ENTITIES } from '../../src/app.entities.js';
 import { createLogger } from '../../src/common/logger.js';
 import { createDataSource, runMigrations } from '../../src/database/data-source.js';
@@ -29,6 +31,10 @@ async function removeLeftoversOfKilledRuns(): Promise<void> {
 }
 
 export default async function globalSetup(): Promise<void> {
+  // kubectl and helm under .tools/kube (a no-op when they are there and match their SHA-256).
+  execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'kube-tools.sh')], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   await removeLeftoversOfKilledRuns();
   const dataDir = `${TEST_ROOT}/${PREFIX}${process.pid}`;
   const logger = createLogger('warn');

@@ -1,19 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDocument, type Tags } from 'yaml';
+import { HELM, requireKubeTools } from '../kube/kubectl.js';
 
-// Renders Helm charts in jest specs with test/support/helm/main.go, a Go program built on Helm's
-// own engine pieces (text/template + sprig) that prints what `helm template` prints: no helm
-// binary is packaged for the test machines (not in Debian 12, not on npm), while Go and sprig are
-// Debian packages (golang-1.19-go, golang-github-masterminds-sprig-dev,
-// golang-gopkg-yaml.v3-dev) that build it offline in GOPATH mode. `make helm-lint` runs the real
-// helm where it is installed.
-
-const ROOT = join(__dirname, '..', '..', '..');
-const SOURCE = join(__dirname, 'main.go');
-const GO = '/usr/lib/go-1.19/bin/go';
+// Renders Helm charts in jest specs with helm itself: the helm 4 that scripts/kube-tools.sh puts
+// under .tools/kube (`helm template` for the manifests, `helm install --dry-run=client` for the
+// notes), so what a test reads is what `helm install` would send.
 
 /** What to render, in `helm template` terms. */
 export interface RenderOptions {
@@ -23,18 +17,23 @@ export interface RenderOptions {
   valuesFiles?: string[];
   /** Values merged after the files, as one more values file would be (null deletes a key). */
   values?: unknown;
-  /** `.Release.Name`; helm template's default is `release-name`. */
+  /** `.Release.Name`; default `release-name`, as `helm template` without a name. */
   releaseName?: string;
   /** `.Release.Namespace`; default `default`. */
   namespace?: string;
   /** Sets `.Release.IsUpgrade` instead of `.Release.IsInstall` (`--is-upgrade`). */
   upgrade?: boolean;
-  /** `.Capabilities.KubeVersion`, e.g. `v1.32.0`; default Helm v3.21's `v1.36.0`. */
+  /** `.Capabilities.KubeVersion`, e.g. `v1.32.0` (`--kube-version`). */
   kubeVersion?: string;
   /** API versions added to `.Capabilities.APIVersions` (`--api-versions`). */
   apiVersions?: string[];
   /** Prints the chart's crds/ files first (`--include-crds`). */
   includeCrds?: boolean;
+  /**
+   * Renders without checking values.schema.json first (`--skip-schema-validation`), to reach the
+   * templates' own guards, which protect installs that skip the schema.
+   */
+  skipSchemaValidation?: boolean;
 }
 
 /** One YAML document of the rendered stream. */
@@ -48,87 +47,95 @@ export interface RenderedDocument {
 }
 
 export interface RenderedChart {
-  /** The renderer's stdout: exactly the stream `helm template` prints. */
+  /** What `helm template` printed. */
   stream: string;
   /** The stream's documents in order; documents holding only comments are left out. */
   documents: RenderedDocument[];
-  /** The rendered templates/NOTES.txt, when the chart has one. */
+  /** The rendered templates/NOTES.txt (what `helm install` prints after installing). */
   notes?: string;
 }
 
-let renderer: string | undefined;
-
 /**
- * Builds the renderer once per content of main.go into `.cache/helm-render/render-<hash>` and
- * returns its path. Concurrent jest workers may build at once: each writes its own temporary file
- * and renames it into place, so a worker never runs a half-written binary.
+ * Renders a chart with `helm template`; throws an Error carrying helm's stderr. `notes` is
+ * rendered when first read (one more helm run).
  */
-export function ensureRenderer(): string {
-  if (renderer !== undefined && existsSync(renderer)) return renderer;
-  const hash = createHash('sha256').update(readFileSync(SOURCE)).digest('hex').slice(0, 16);
-  const dir = join(ROOT, '.cache', 'helm-render');
-  const binary = join(dir, `render-${hash}`);
-  if (!existsSync(binary)) {
-    if (!existsSync(GO)) {
-      throw new Error(`${GO} is missing: run scripts/system-deps.sh to install Go and sprig`);
-    }
-    mkdirSync(dir, { recursive: true });
-    const temporary = `${binary}.${process.pid}.tmp`;
-    const build = spawnSync(GO, ['build', '-o', temporary, '.'], {
-      cwd: __dirname,
-      encoding: 'utf8',
-      env: {
-        ...process.env,
-        GO111MODULE: 'off',
-        GOPATH: '/usr/share/gocode',
-        GOCACHE: join(ROOT, '.cache', 'go'),
-        GOFLAGS: '',
-      },
-    });
-    if (build.error !== undefined || build.status !== 0) {
-      rmSync(temporary, { force: true });
-      throw new Error(`building the Helm renderer failed: ${build.error?.message ?? build.stderr}`);
-    }
-    renameSync(temporary, binary);
-  }
-  renderer = binary;
-  return binary;
-}
-
-/** Renders a chart as `helm template` does; throws an Error carrying the renderer's stderr. */
 export function renderChart(options: RenderOptions): RenderedChart {
-  const stream = runRenderer(options, []);
-  const documents = parseStream(stream);
-  if (!existsSync(join(options.chartDir, 'templates', 'NOTES.txt'))) return { stream, documents };
-  return { stream, documents, notes: renderNotes(options) };
+  const stream = withValues(options, (valueArgs) => {
+    const args = ['template', options.releaseName ?? 'release-name', options.chartDir];
+    args.push('--namespace', options.namespace ?? 'default', ...valueArgs);
+    if (options.upgrade === true) args.push('--is-upgrade');
+    if (options.kubeVersion !== undefined) args.push('--kube-version', options.kubeVersion);
+    for (const apiVersion of options.apiVersions ?? []) args.push('--api-versions', apiVersion);
+    if (options.includeCrds === true) args.push('--include-crds');
+    return helm(args, options.chartDir);
+  });
+  const chart: RenderedChart = { stream, documents: parseStream(stream) };
+  let notes: string | undefined;
+  Object.defineProperty(chart, 'notes', {
+    enumerable: true,
+    get: () => (notes ??= renderNotes(options)),
+  });
+  return chart;
 }
 
-/** Renders only the chart's templates/NOTES.txt (what `helm install` prints after installing). */
+/** The chart's templates/NOTES.txt as `helm install` prints it (empty without one). */
 export function renderNotes(options: RenderOptions): string {
-  return runRenderer(options, ['--notes']);
+  const release = withValues(options, (valueArgs) =>
+    helm(
+      [
+        'install',
+        options.releaseName ?? 'release-name',
+        options.chartDir,
+        '--namespace',
+        options.namespace ?? 'default',
+        ...valueArgs,
+        '--dry-run=client',
+        '--output',
+        'json',
+      ],
+      options.chartDir,
+    ),
+  );
+  return (JSON.parse(release) as { info?: { notes?: string } }).info?.notes ?? '';
 }
 
-function runRenderer(options: RenderOptions, extra: string[]): string {
-  const args = ['--chart', options.chartDir, ...extra];
-  for (const file of options.valuesFiles ?? []) args.push('--values', file);
-  if (options.values !== undefined) args.push('--set-json', JSON.stringify(options.values));
-  if (options.releaseName !== undefined) args.push('--release-name', options.releaseName);
-  if (options.namespace !== undefined) args.push('--namespace', options.namespace);
-  if (options.upgrade === true) args.push('--upgrade');
-  if (options.kubeVersion !== undefined) args.push('--kube-version', options.kubeVersion);
-  if (options.apiVersions !== undefined && options.apiVersions.length > 0) {
-    args.push('--api-versions', options.apiVersions.join(','));
-  }
-  if (options.includeCrds === true) args.push('--include-crds');
-  const result = spawnSync(ensureRenderer(), args, {
+let home: string | undefined;
+
+/** helm with its config, cache and data in a directory of this process, never the user's. */
+function helm(args: string[], chartDir: string): string {
+  requireKubeTools();
+  home ??= mkdtempSync(join(tmpdir(), 'kiln-helm-'));
+  const result = spawnSync(HELM, args, {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+      // No cluster: `helm install --dry-run=client` must not read a kubeconfig.
+      KUBECONFIG: join(home, 'no-kubeconfig'),
+    },
   });
   if (result.error !== undefined) throw result.error;
-  if (result.status !== 0) {
-    throw new Error(`rendering ${options.chartDir} failed: ${result.stderr.trim()}`);
-  }
+  if (result.status !== 0) throw new Error(`rendering ${chartDir} failed: ${result.stderr.trim()}`);
   return result.stdout;
+}
+
+/** `-f` for each values file, and the extra values as one more file (JSON is YAML). */
+function withValues<T>(options: RenderOptions, render: (valueArgs: string[]) => T): T {
+  const args = (options.valuesFiles ?? []).flatMap((file) => ['--values', file]);
+  if (options.skipSchemaValidation === true) args.push('--skip-schema-validation');
+  if (options.values === undefined) return render(args);
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-helm-values-'));
+  try {
+    const file = join(dir, 'values.json');
+    writeFileSync(file, JSON.stringify(options.values));
+    return render([...args, '--values', file]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // yaml.v2, which Kubernetes decodes manifests with, reads booleans the YAML 1.1 way but keeps

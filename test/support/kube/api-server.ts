@@ -8,6 +8,7 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { validateRules } from './cel.js';
 import {
   alreadyExists,
   badRequest,
@@ -45,6 +46,7 @@ import {
 } from './managed-fields.js';
 import { openApiV2, openApiV3Document, openApiV3Index } from './openapi.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
+import { decodeKubernetesProtobuf, PROTOBUF, ProtobufError } from './protobuf.js';
 import { builtInResources, crdsInDirectory, resourcesOfCrd } from './resources.js';
 import { pruneAndDefault, unknownFields, validateSchema } from './schema.js';
 import { FieldSelector, LabelSelector } from './selectors.js';
@@ -571,7 +573,10 @@ export class KubeApiServer implements ClusterHost {
     this.appendLog(namespace, pod, container, lines, BigInt(time.getTime()) * 1_000_000n);
   }
 
-  /** ClusterHost: the kubelet's output; lines of one call share one nanosecond timestamp. */
+  /**
+   * ClusterHost: the kubelet's output; lines of one call share one nanosecond timestamp. A string
+   * holding '\n' is stored as its lines, as a node logs one entry per line (kubelet.ts logLines).
+   */
   appendLog(
     namespace: string,
     pod: string,
@@ -581,7 +586,8 @@ export class KubeApiServer implements ClusterHost {
   ): void {
     const key = `${namespace}/${pod}/${container}`;
     const stored = this.logs.get(key) ?? [];
-    for (const text of lines) stored.push({ ns: at, text });
+    for (const text of lines)
+      for (const line of text.split('\n')) stored.push({ ns: at, text: line });
     this.logs.set(key, stored);
     for (const follower of [...this.logFollowers])
       if (
@@ -621,7 +627,7 @@ export class KubeApiServer implements ClusterHost {
 
   private internalCtx(type: ResourceType, namespace: string | undefined, agent: string): Ctx {
     return {
-      req: { headers: { 'user-agent': `${agent}/v1.32.0` } } as unknown as IncomingMessage,
+      req: { headers: { 'user-agent': `${agent}/v1.34.0` } } as unknown as IncomingMessage,
       res: undefined as unknown as ServerResponse,
       query: new URLSearchParams(),
       type,
@@ -735,6 +741,10 @@ export class KubeApiServer implements ClusterHost {
   }
 
   private async readBody(req: IncomingMessage): Promise<string> {
+    return (await this.readBytes(req)).toString('utf8');
+  }
+
+  private async readBytes(req: IncomingMessage): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
@@ -747,12 +757,12 @@ export class KubeApiServer implements ClusterHost {
         );
       chunks.push(chunk as Buffer);
     }
-    return Buffer.concat(chunks).toString('utf8');
+    return Buffer.concat(chunks);
   }
 
   private async readJson(req: IncomingMessage): Promise<Json> {
     const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
-    // kubectl's typed commands (create namespace/secret) send protobuf; the double speaks JSON only.
+    if (contentType === PROTOBUF) return this.readProtobuf(req, contentType);
     if (contentType.includes('protobuf') || contentType.includes('cbor'))
       throw unsupportedMediaType(contentType, ['application/json', 'application/yaml']);
     const text = await this.readBody(req);
@@ -891,7 +901,24 @@ export class KubeApiServer implements ClusterHost {
     }
   }
 
+  /**
+   * A typed client's body (helm's release Secrets, `kubectl create namespace`): the kinds
+   * decodeKubernetesProtobuf knows, 415 for others as a server without their protobuf would.
+   */
+  private async readProtobuf(req: IncomingMessage, contentType: string): Promise<JsonObject> {
+    const body = await this.readBytes(req);
+    try {
+      return decodeKubernetesProtobuf(body) as JsonObject;
+    } catch (error) {
+      if (error instanceof ProtobufError && error.unsupportedKind)
+        throw unsupportedMediaType(contentType, ['application/json', 'application/yaml']);
+      throw badRequest(`error decoding request body: ${(error as Error).message}`);
+    }
+  }
+
   private async readOptionalJson(req: IncomingMessage): Promise<JsonObject> {
+    const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+    if (contentType === PROTOBUF) return this.readProtobuf(req, contentType);
     const text = await this.readBody(req);
     if (text.trim() === '') return {};
     try {
@@ -933,12 +960,12 @@ export class KubeApiServer implements ClusterHost {
       case '/version':
         return {
           major: '1',
-          minor: '32',
-          gitVersion: 'v1.32.0-kiln-double',
+          minor: '34',
+          gitVersion: 'v1.34.0-kiln-double',
           gitCommit: '0000000000000000000000000000000000000000',
           gitTreeState: 'clean',
           buildDate: '2026-01-01T00:00:00Z',
-          goVersion: 'go1.23.4',
+          goVersion: 'go1.24.6',
           compiler: 'gc',
           platform: 'linux/amd64',
         };
@@ -1177,7 +1204,31 @@ export class KubeApiServer implements ClusterHost {
       else if (before) write('DELETED', object);
     };
 
-    if (rvParam === '' || rvParam === '0') {
+    if (query.get('sendInitialEvents') === 'true') {
+      // A streaming list (client-go's WatchList, as helm's waits use): the current state as
+      // ADDED events, then a BOOKMARK annotated as the end of the initial events, then changes.
+      if (query.get('resourceVersionMatch') !== 'NotOlderThan' || !bookmarks) {
+        write(
+          'ERROR',
+          new StatusError(
+            422,
+            'Invalid',
+            'sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true',
+          ).toStatus(),
+        );
+        res.end();
+        return;
+      }
+      for (const o of this.store.list(key)) if (visible(o)) write('ADDED', this.served(type, o));
+      write('BOOKMARK', {
+        kind: type.kind,
+        apiVersion: apiVersionOf(type),
+        metadata: {
+          resourceVersion: String(this.store.currentRv),
+          annotations: { 'k8s.io/initial-events-end': 'true' },
+        },
+      });
+    } else if (rvParam === '' || rvParam === '0') {
       for (const o of this.store.list(key)) if (visible(o)) write('ADDED', this.served(type, o));
     } else {
       const rv = Number(rvParam);
@@ -1311,9 +1362,17 @@ export class KubeApiServer implements ClusterHost {
       ...validateName(ctx.type, name),
       ...validateLabels(object.metadata.labels),
     ];
-    if (ctx.type.custom && ctx.type.schema)
+    if (ctx.type.custom && ctx.type.schema) {
       errors.push(...validateSchema(object as unknown as Json, ctx.type.schema));
-    else errors.push(...validateBuiltIn(object, old));
+      const rules = validateRules(
+        ctx.type.schema,
+        object as unknown as Json,
+        old as unknown as Json | undefined,
+        errors,
+      );
+      errors.push(...rules.errors);
+      ctx.warnings.push(...rules.warnings);
+    } else errors.push(...validateBuiltIn(object, old));
     if (old?.metadata.deletionTimestamp) {
       const added = (object.metadata.finalizers ?? []).filter(
         (f) => !(old.metadata.finalizers ?? []).includes(f),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { freePort } from '../processes.js';
 import type { ContainerScript } from './kubelet.js';
 import { k8s } from './client.js';
-import { kubectlOnPath, kubectlWith, type KubectlRun } from './kubectl.js';
+import { kubectlWith, type KubectlRun } from './kubectl.js';
 
 /**
  * The Kubernetes an end-to-end suite runs against. With `KUBECONFIG` set, the cluster it names
@@ -18,8 +18,8 @@ export interface ClusterTarget {
   readonly kind: 'KUBECONFIG' | 'double process';
   readonly kubeconfig: string;
   readonly namespace: string;
-  /** kubectl in the suite's namespace (undefined without kubectl on PATH). */
-  readonly kubectl: ((...args: string[]) => Promise<KubectlRun>) | undefined;
+  /** The project's kubectl (scripts/kube-tools.sh) in the suite's namespace. */
+  readonly kubectl: (...args: string[]) => Promise<KubectlRun>;
   /** An object of the namespace (undefined when it is not there). */
   get<T = Record<string, any>>(
     apiVersion: string,
@@ -72,9 +72,7 @@ export async function clusterTarget(options: {
     kind: REAL_CLUSTER_KUBECONFIG === undefined ? 'double process' : 'KUBECONFIG',
     kubeconfig,
     namespace,
-    kubectl: kubectlOnPath
-      ? (...args) => kubectlWith(kubeconfig, dir, '--namespace', namespace, ...args)
-      : undefined,
+    kubectl: (...args) => kubectlWith(kubeconfig, dir, '--namespace', namespace, ...args),
     async get(apiVersion, kind, name) {
       try {
         return (await objects.read({ apiVersion, kind, metadata: { name, namespace } })) as any;
@@ -97,7 +95,6 @@ export async function clusterTarget(options: {
 
 /** kiln's CRD (unless the cluster has it: a Helm install, or an earlier run) and the namespace. */
 async function install(kubeconfig: string, dir: string, namespace: string): Promise<void> {
-  if (!kubectlOnPath) throw new Error('a suite on KUBECONFIG’s cluster needs kubectl on PATH');
   const kubectl = (...args: string[]) => kubectlWith(kubeconfig, dir, ...args);
   if ((await kubectl('get', 'builds.kiln.dev', '--all-namespaces', '-o', 'name')).code !== 0) {
     ok(await kubectl('apply', '-f', CRD_FILE), 'apply the CRD');

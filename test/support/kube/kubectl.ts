@@ -1,12 +1,24 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
+const ROOT = join(__dirname, '..', '..', '..');
+
 /**
- * kubectl comes with this project's machines (google-cloud-cli), not with a bare Debian: suites
- * that need it are skipped without it, and say so.
+ * kubectl 1.34 and helm 4 as the project installs them (scripts/kube-tools.sh, run by `make test`
+ * and by jest's global setup): under .tools/kube/, checked against scripts/kube-tools.sha256,
+ * never whatever kubectl or helm is on PATH.
  */
-export const kubectlOnPath =
-  spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+export const KUBECTL = join(ROOT, '.tools', 'kube', 'kubectl');
+export const HELM = join(ROOT, '.tools', 'kube', 'helm');
+
+/** Fails with the command that installs them when the project's kubectl or helm is missing. */
+export function requireKubeTools(): void {
+  for (const tool of [KUBECTL, HELM]) {
+    if (!existsSync(tool))
+      throw new Error(`${tool} is missing: run \`bash scripts/kube-tools.sh\` (make test runs it)`);
+  }
+}
 
 export interface KubectlRun {
   code: number;
@@ -22,10 +34,11 @@ export const kubectlWith = (
   kubeconfig: string,
   dir: string,
   ...args: string[]
-): Promise<KubectlRun> =>
-  new Promise((resolve) => {
+): Promise<KubectlRun> => {
+  requireKubeTools();
+  return new Promise((resolve) => {
     execFile(
-      'kubectl',
+      KUBECTL,
       [
         '--kubeconfig',
         kubeconfig,
@@ -40,3 +53,32 @@ export const kubectlWith = (
         resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
+};
+
+/** helm with a kubeconfig, its HOME and caches in `dir`, like kubectlWith. */
+export const helmWith = (
+  kubeconfig: string,
+  dir: string,
+  ...args: string[]
+): Promise<KubectlRun> => {
+  requireKubeTools();
+  return new Promise((resolve) => {
+    execFile(
+      HELM,
+      ['--kubeconfig', kubeconfig, ...args],
+      {
+        timeout: 120_000,
+        maxBuffer: 64 * 1024 * 1024,
+        env: {
+          ...process.env,
+          HOME: dir,
+          HELM_CACHE_HOME: join(dir, 'helm', 'cache'),
+          HELM_CONFIG_HOME: join(dir, 'helm', 'config'),
+          HELM_DATA_HOME: join(dir, 'helm', 'data'),
+        },
+      },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+};

@@ -31,13 +31,17 @@ export const rfc3339 = (ms = Date.now()): string =>
  * Every field is optional: `{}` prints nothing and exits 0 at once.
  */
 export interface ContainerScript {
-  /** A number prints `numberedLine(1, n)` … `numberedLine(n, n)`; an array prints its strings. */
+  /**
+   * A number prints `numberedLine(1, n)` … `numberedLine(n, n)`; an array prints each string and
+   * a '\n', as `echo` would. A '\n' inside a string ends a line there: the log then holds what
+   * `logLines` says, line by line, as if each line had been its own string.
+   */
   lines?: number | string[];
   /** Print rate (default 2000 lines/s). Lines due in the same 5 ms tick are written together. */
   linesPerSecond?: number;
   /** Lines per write: lines of one write share one nanosecond timestamp (default 1). */
   linesPerWrite?: number;
-  /** After the lines, print `crcLine(...)` over every byte printed before it (lines + '\n'). */
+  /** After the lines, print `crcLine(...)` over every line logged before it (each with its '\n'). */
   printCrc?: boolean;
   /** Keep running at least this long after starting (a quiet build), default 0. */
   runMs?: number;
@@ -110,6 +114,38 @@ export function repositoryOf(image: string): string {
 const TERMINATION_MESSAGE_MAX_BYTES = 4096;
 /** Where a container's termination message goes unless its spec says otherwise. */
 const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
+
+/**
+ * The lines a node's log holds once a container printed `entries`, each followed by '\n'. The
+ * double is the container runtime's CRI logger and the kubelet reading its file in one, so it
+ * stores only what a real node would serve:
+ *
+ * - Split at every '\n'. The runtime writes one CRI entry per line, stamped when it read that
+ *   line, however the container grouped its writes; the kubelet serves each entry as a line with
+ *   its own timestamp, and `tailLines` and `sinceTime` pick whole entries. Kept whole, the text
+ *   after a '\n' would reach a `timestamps=true` reader without a timestamp, and `tailLines` or
+ *   `sinceTime` could never cut inside it. Split rather than refused: build tools print several
+ *   lines in one write, and a test should be able to say so. A string holding '\n' is exactly
+ *   its lines as separate strings, for the rate, `linesPerWrite`, `evict.afterLines` and
+ *   `printCrc` too.
+ * - An empty line (`''`, '\n\n', a string ending in '\n') stays an empty line: the runtime
+ *   writes an entry with no content, served as a bare '\n' (the timestamp and a space before it
+ *   with `timestamps=true`). Refusing it would hide a shape every log reader meets.
+ * - One '\r' just before a line end is dropped, as containerd takes "\r\n" for the line end (the
+ *   double's containerIDs say containerd; CRI-O would keep the '\r', so no test should rely on
+ *   either). Any other '\r' is content, a progress bar redrawing its line: neither the runtime
+ *   nor the kubelet splits there.
+ * - A last line without '\n' cannot be scripted, as every string is followed by one. A node logs
+ *   it as a partial entry and serves it without a line end; `pods/log` here ends every line.
+ */
+export function logLines(entries: string[]): string[] {
+  if (!entries.some((entry) => entry.includes('\n') || entry.endsWith('\r'))) return entries;
+  const lines: string[] = [];
+  for (const entry of entries)
+    for (const line of entry.split('\n'))
+      lines.push(line.endsWith('\r') ? line.slice(0, -1) : line);
+  return lines;
+}
 
 /** Line `i` of a numbered script: `line 000042 of 000100`. */
 export const numberedLine = (i: number, n: number): string =>
@@ -263,7 +299,10 @@ export class FakeKubelet {
    * and digest of it unless an exact reference has its own script.
    */
   script(image: string, script: ContainerScript): this {
-    this.scripts.set(image, { ...script });
+    this.scripts.set(image, {
+      ...script,
+      ...(Array.isArray(script.lines) ? { lines: logLines(script.lines) } : {}),
+    });
     return this;
   }
 
@@ -312,7 +351,8 @@ export class FakeKubelet {
       if (pod.metadata.deletionTimestamp && !run.killed) this.kill(run, 'deleted');
       return;
     }
-    if (!this.enabled || event.type !== 'ADDED' || !controllerRef(pod, 'Job')) return;
+    if (!this.enabled || event.type !== 'ADDED') return;
+    if (!controllerRef(pod, 'Job') && !this.runsBarePod(pod)) return;
     if (pod.metadata.deletionTimestamp) return;
     const started: PodRun = {
       namespace: pod.metadata.namespace ?? '',
@@ -323,6 +363,24 @@ export class FakeKubelet {
     };
     this.runs.set(key, started);
     setImmediate(() => void this.runPod(started).catch(() => undefined));
+  }
+
+  /**
+   * A pod of no Job (a `helm test` hook) runs when every container's image has a script: the
+   * double has no scheduler for pods in general, and tests that make bare pods of other images
+   * rely on them staying Pending.
+   */
+  private runsBarePod(pod: KubeObject): boolean {
+    const spec = obj(pod.spec);
+    if (str(spec.restartPolicy) !== 'Never') return false;
+    const containers = [...list(spec.initContainers), ...list(spec.containers)];
+    return (
+      containers.length > 0 &&
+      containers.every((c) => {
+        const image = str(c.image);
+        return this.scripts.has(image) || this.scripts.has(repositoryOf(image));
+      })
+    );
   }
 
   private kill(run: PodRun, why: 'deleted' | 'evicted', message?: string): void {
@@ -634,7 +692,7 @@ export class FakeKubelet {
       }
       if (script.run !== undefined) {
         const outcome = await script.run(this.runContext(run, container));
-        log(outcome.lines ?? []);
+        log(logLines(outcome.lines ?? []));
         if (outcome.exitCode !== undefined) hookExit = outcome.exitCode;
         hookMessage = this.terminationMessage(run, container);
       }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { type Json, type JsonObject, type ResourceType } from './types.js';
 
 /**
- * Just enough OpenAPI for kubectl 1.32: it reads /openapi/v3 to find each group-version's
+ * Just enough OpenAPI for kubectl 1.34: it reads /openapi/v3 to find each group-version's
  * document, looks there for a PATCH operation tagged with the kind's GVK and a `fieldValidation`
  * query parameter (server-side validation, else it validates client-side), and for the patch
  * content types the operation accepts. Strategic merge is not advertised even for built-ins (the
@@ -181,7 +181,7 @@ export function openApiV3Document(types: ResourceType[], gv: string): Json | und
   }
   return {
     openapi: '3.0.0',
-    info: { title: 'Kubernetes', version: 'v1.32.0' },
+    info: { title: 'Kubernetes', version: 'v1.34.0' },
     paths,
     components: { schemas },
   };
@@ -197,7 +197,7 @@ export function openApiV2(types: ResourceType[]): Json {
     definitions[definitionName(type)] = kindSchema(type, ref);
   return {
     swagger: '2.0',
-    info: { title: 'Kubernetes', version: 'v1.32.0' },
+    info: { title: 'Kubernetes', version: 'v1.34.0' },
     paths: {},
     definitions,
   };

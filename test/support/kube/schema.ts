@@ -95,12 +95,16 @@ export function validateSchema(value: Json, schema: JsonSchema, path = ''): Fiel
   if (value === null && schema.nullable) return [];
   if (!typeMatches(value, schema)) {
     const expected = schema['x-kubernetes-int-or-string'] ? 'integer,string' : (schema.type ?? '');
+    // Worded as Invalid, but of its own type: it keeps the CEL rules from running (cel.ts).
     return [
-      fieldErrors.invalid(
-        path,
-        typeName(value),
-        `${path} in body must be of type ${expected}: "${typeName(value)}"`,
-      ),
+      {
+        ...fieldErrors.invalid(
+          path,
+          typeName(value),
+          `${path} in body must be of type ${expected}: "${typeName(value)}"`,
+        ),
+        reason: 'FieldValueTypeInvalid',
+      },
     ];
   }
   const errors: FieldError[] = [];
