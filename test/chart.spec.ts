@@ -117,16 +117,27 @@ describe('the Helm chart (charts/kiln)', () => {
       ['an unknown nested key', { api: { replica: 3 } }, '/api'],
       ['a replica count as text', { api: { replicas: '2' } }, '/api/replicas'],
       [
-        'a Pod Security level that does not exist',
-        { builds: { podSecurityLevel: 'open' } },
-        '/builds/podSecurityLevel',
+        'a Pod Security level chosen for a namespace (each level has its own)',
+        { builds: { podSecurityLevel: 'privileged' } },
+        '/builds',
+      ],
+      [
+        'a build namespace for a level that does not exist',
+        { builds: { namespaces: { open: { name: 'kiln-open', create: true } } } },
+        '/builds/namespaces',
       ],
       ['a digest that is not sha256', { image: { digest: 'latest' } }, '/image/digest'],
       [
         'a namespace that is not a DNS label',
-        { builds: { namespace: 'Kiln_Builds' } },
-        '/builds/namespace',
+        { builds: { namespaces: { baseline: { name: 'Kiln_Builds' } } } },
+        '/builds/namespaces/baseline/name',
       ],
+      [
+        'buildx switched on with text',
+        { builds: { buildx: { enabled: 'yes' } } },
+        '/builds/buildx/enabled',
+      ],
+      ['user namespaces as text', { builds: { userNamespaces: 'true' } }, '/builds/userNamespaces'],
       [
         'a port out of range',
         { builds: { networkPolicy: { egressPorts: [70000] } } },
@@ -175,23 +186,25 @@ describe('the Helm chart (charts/kiln)', () => {
     expect(envOf(byDefault).filter((e) => /^KILN_STEP_IMAGE_/.test(e.name))).toEqual([]);
   });
 
-  it('grants exactly the RBAC rules the ADR lists, in Roles only', () => {
+  it('grants exactly the RBAC rules the ADR lists, in Roles only: the same two in each build namespace', () => {
     const chart = render();
     expect(find(chart, 'ClusterRole')).toEqual([]);
     expect(find(chart, 'ClusterRoleBinding')).toEqual([]);
-    const rules = (name: string) =>
-      (one(chart, 'Role', name).rules as Obj[]).map((r) => ({
+    const rulesOf = (role: Obj) =>
+      (role.rules as Obj[]).map((r) => ({
         apiGroups: r.apiGroups,
         resources: r.resources,
         verbs: r.verbs,
         ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
       }));
-    expect(one(chart, 'Role', 'kiln-api').metadata.namespace).toBe('kiln-builds');
-    expect(rules('kiln-api')).toEqual([
+    const roles = (name: string): Record<string, unknown> =>
+      Object.fromEntries(
+        find(chart, 'Role', name).map((role) => [role.metadata.namespace, rulesOf(role)]),
+      );
+    const api = [
       { apiGroups: ['kiln.dev'], resources: ['builds'], verbs: ['create', 'patch', 'delete'] },
-    ]);
-    expect(one(chart, 'Role', 'kiln-operator').metadata.namespace).toBe('kiln-builds');
-    expect(rules('kiln-operator')).toEqual([
+    ];
+    const operator = [
       {
         apiGroups: ['kiln.dev'],
         resources: ['builds'],
@@ -210,38 +223,61 @@ describe('the Helm chart (charts/kiln)', () => {
       // A build's own Secret: written, read back only to mask an adopted build's log.
       { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch', 'get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-    ]);
-    expect(one(chart, 'Role', 'kiln-operator-lease').metadata.namespace).toBe('kiln');
-    expect(rules('kiln-operator-lease')).toEqual([
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      {
-        apiGroups: ['coordination.k8s.io'],
-        resources: ['leases'],
-        verbs: ['get', 'update'],
-        resourceNames: ['kiln-operator'],
-      },
-    ]);
-    // Each Role is bound to its own account, and the operator's Lease is the one it may renew.
-    for (const name of ['kiln-api', 'kiln-operator', 'kiln-operator-lease']) {
-      const role = one(chart, 'Role', name);
-      const binding = one(chart, 'RoleBinding', name);
-      expect(binding.metadata.namespace).toBe(role.metadata.namespace);
-      expect(binding.roleRef).toEqual({
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'Role',
-        name,
-      });
-      expect(binding.subjects).toEqual([
+    ];
+    // buildx off: the restricted and baseline namespaces, not the privileged one.
+    const buildNamespaces = ['kiln-builds-restricted', 'kiln-builds'];
+    expect(roles('kiln-api')).toEqual(Object.fromEntries(buildNamespaces.map((n) => [n, api])));
+    expect(roles('kiln-operator')).toEqual(
+      Object.fromEntries(buildNamespaces.map((n) => [n, operator])),
+    );
+    expect(roles('kiln-operator-lease')).toEqual({
+      kiln: [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
         {
-          kind: 'ServiceAccount',
-          name: name.startsWith('kiln-api') ? 'kiln-api' : 'kiln-operator',
-          namespace: 'kiln',
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: ['get', 'update'],
+          resourceNames: ['kiln-operator'],
+        },
+      ],
+    });
+    // No Role anywhere else: the build namespaces and the Lease's are all.
+    expect(
+      [...new Set(find(chart, 'Role').map((role) => role.metadata.namespace as string))].sort(),
+    ).toEqual([...buildNamespaces, 'kiln'].sort());
+    // Each Role is bound, in its own namespace, to its own account.
+    for (const role of find(chart, 'Role')) {
+      const name = role.metadata.name as string;
+      const bindings = find(chart, 'RoleBinding', name).filter(
+        (b) => b.metadata.namespace === role.metadata.namespace,
+      );
+      expect(bindings.map((b) => ({ roleRef: b.roleRef, subjects: b.subjects }))).toEqual([
+        {
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+          subjects: [
+            {
+              kind: 'ServiceAccount',
+              name: name.startsWith('kiln-api') ? 'kiln-api' : 'kiln-operator',
+              namespace: 'kiln',
+            },
+          ],
         },
       ]);
     }
-    const operator = one(chart, 'Deployment', 'kiln-operator');
-    expect(env(operator, 'KILN_OPERATOR_LEASE_NAME')?.value).toBe('kiln-operator');
-    expect(env(operator, 'KILN_OPERATOR_LEASE_NAMESPACE')?.value).toBe('kiln');
+    expect(find(chart, 'RoleBinding')).toHaveLength(find(chart, 'Role').length);
+    // With buildx on, the privileged namespace gets the same two Roles.
+    const withBuildx = render({ ...DATABASE, builds: { buildx: { enabled: true } } });
+    expect(
+      find(withBuildx, 'Role')
+        .filter((role) => role.metadata.namespace === 'kiln-builds-privileged')
+        .map((role) => [role.metadata.name, rulesOf(role)]),
+    ).toEqual([
+      ['kiln-api', api],
+      ['kiln-operator', operator],
+    ]);
+    const deployment = one(chart, 'Deployment', 'kiln-operator');
+    expect(env(deployment, 'KILN_OPERATOR_LEASE_NAME')?.value).toBe('kiln-operator');
+    expect(env(deployment, 'KILN_OPERATOR_LEASE_NAMESPACE')?.value).toBe('kiln');
   });
 
   it("runs kiln's own pods under Pod Security restricted, read-only, with tokens only where needed", () => {
@@ -294,48 +330,223 @@ describe('the Helm chart (charts/kiln)', () => {
     );
   });
 
-  it('gives the build namespace its Pod Security level, a default-deny NetworkPolicy without the metadata address, a quota and limits', () => {
-    const chart = render();
-    expect(one(chart, 'Namespace', 'kiln-builds').metadata.labels).toMatchObject({
-      'pod-security.kubernetes.io/enforce': 'baseline',
-    });
-    const policy = one(chart, 'NetworkPolicy', 'kiln-builds-default-deny');
-    expect(policy.metadata.namespace).toBe('kiln-builds');
-    expect(policy.spec.podSelector).toEqual({});
-    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
-    expect(policy.spec.ingress).toBeUndefined();
-    const [dns, api, out] = policy.spec.egress as Obj[];
-    expect(dns!.to).toEqual([
-      {
-        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
-        podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-      },
-    ]);
-    // The upload step reaches kiln's API pods, and nothing else of kiln's namespace.
-    expect(api!.to).toEqual([
-      {
-        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kiln' } },
-        podSelector: {
-          matchLabels: {
-            'app.kubernetes.io/name': 'kiln',
-            'app.kubernetes.io/instance': 'kiln',
-            'app.kubernetes.io/component': 'api',
+  it('gives each build namespace its Pod Security level, a default-deny NetworkPolicy without the metadata address, a quota and limits', () => {
+    const chart = render(merge(DATABASE, { builds: { buildx: { enabled: true } } }));
+    const namespaces = ['kiln-builds-restricted', 'kiln-builds', 'kiln-builds-privileged'];
+    for (const namespace of namespaces) {
+      const policy = find(chart, 'NetworkPolicy', 'kiln-builds-default-deny').find(
+        (p) => p.metadata.namespace === namespace,
+      )!;
+      expect(policy.spec.podSelector).toEqual({});
+      expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(policy.spec.ingress).toBeUndefined();
+      const [dns, api, out] = policy.spec.egress as Obj[];
+      expect(dns!.to).toEqual([
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+          podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+        },
+      ]);
+      // The upload step reaches kiln's API pods, and nothing else of kiln's namespace.
+      expect(api!.to).toEqual([
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kiln' } },
+          podSelector: {
+            matchLabels: {
+              'app.kubernetes.io/name': 'kiln',
+              'app.kubernetes.io/instance': 'kiln',
+              'app.kubernetes.io/component': 'api',
+            },
           },
         },
-      },
-    ]);
-    expect(api!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
-    for (const peer of out!.to as Obj[]) expect(peer.ipBlock.except).toContain('169.254.0.0/16');
-    expect((out!.ports as Obj[]).map((p) => p.port)).toEqual([443, 22, 80, 5000]);
-    const quota = one(chart, 'ResourceQuota', 'kiln-builds');
-    expect(quota.spec.hard).toHaveProperty(['count/jobs.batch']);
-    expect(quota.spec.hard).toHaveProperty(['limits.ephemeral-storage']);
-    const limits = one(chart, 'LimitRange', 'kiln-builds').spec.limits[0] as Obj;
-    expect(limits.max).toHaveProperty(['ephemeral-storage']);
+      ]);
+      expect(api!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+      for (const peer of out!.to as Obj[]) expect(peer.ipBlock.except).toContain('169.254.0.0/16');
+      expect((out!.ports as Obj[]).map((p) => p.port)).toEqual([443, 22, 80, 5000]);
+      const quota = find(chart, 'ResourceQuota', 'kiln-builds').find(
+        (q) => q.metadata.namespace === namespace,
+      )!;
+      expect(quota.spec.hard).toHaveProperty(['count/jobs.batch']);
+      expect(quota.spec.hard).toHaveProperty(['limits.ephemeral-storage']);
+      const limits = find(chart, 'LimitRange', 'kiln-builds').find(
+        (l) => l.metadata.namespace === namespace,
+      )!.spec.limits[0] as Obj;
+      expect(limits.max).toHaveProperty(['ephemeral-storage']);
+    }
+    for (const kind of ['NetworkPolicy', 'ResourceQuota', 'LimitRange'])
+      expect(find(chart, kind).map((o) => o.metadata.namespace)).toEqual(namespaces);
 
     const elsewhere = render(undefined, [join(CHART, 'ci', 'ingress-values.yaml')]);
     expect(find(elsewhere, 'Namespace')).toEqual([]);
     expect(one(elsewhere, 'Role', 'kiln-operator').metadata.namespace).toBe('team-builds');
+    expect(find(elsewhere, 'NetworkPolicy').map((p) => p.metadata.namespace)).toEqual([
+      'team-builds',
+    ]);
+  });
+
+  describe('build namespaces by Pod Security level, per example values file', () => {
+    const LABELS = (level: string) => ({
+      'pod-security.kubernetes.io/enforce': level,
+      'pod-security.kubernetes.io/enforce-version': 'latest',
+      'pod-security.kubernetes.io/audit': level,
+      'pod-security.kubernetes.io/warn': level,
+    });
+    /** Each Namespace the chart creates, with its Pod Security labels. */
+    const created = (chart: RenderedChart) =>
+      Object.fromEntries(
+        find(chart, 'Namespace').map((ns) => [
+          ns.metadata.name,
+          Object.fromEntries(
+            Object.entries(ns.metadata.labels as Record<string, string>).filter(([key]) =>
+              key.startsWith('pod-security.kubernetes.io/'),
+            ),
+          ),
+        ]),
+      );
+    /** The namespaces the API and the operator are told, by level. */
+    const told = (chart: RenderedChart) =>
+      ['kiln-api', 'kiln-operator'].map((name) =>
+        Object.fromEntries(
+          envOf(one(chart, 'Deployment', name))
+            .filter((e) => /^KILN_BUILD_(NAMESPACE|ALLOW_PRIVILEGED)/.test(e.name as string))
+            .map((e) => [e.name, e.value]),
+        ),
+      );
+    const file = (name: string) => [join(CHART, 'ci', name)];
+
+    it.each<[string, () => RenderedChart, Record<string, unknown>, Record<string, string>]>([
+      [
+        'values.yaml (buildx off)',
+        () => render(),
+        { 'kiln-builds-restricted': LABELS('restricted'), 'kiln-builds': LABELS('baseline') },
+        {
+          KILN_BUILD_NAMESPACE_RESTRICTED: 'kiln-builds-restricted',
+          KILN_BUILD_NAMESPACE_BASELINE: 'kiln-builds',
+          KILN_BUILD_ALLOW_PRIVILEGED: 'false',
+        },
+      ],
+      [
+        'evaluation-values.yaml (buildx on)',
+        () => render(undefined, file('evaluation-values.yaml')),
+        {
+          'kiln-builds-restricted': LABELS('restricted'),
+          'kiln-builds': LABELS('baseline'),
+          'kiln-builds-privileged': LABELS('privileged'),
+        },
+        {
+          KILN_BUILD_NAMESPACE_RESTRICTED: 'kiln-builds-restricted',
+          KILN_BUILD_NAMESPACE_BASELINE: 'kiln-builds',
+          KILN_BUILD_NAMESPACE_PRIVILEGED: 'kiln-builds-privileged',
+        },
+      ],
+      [
+        'external-database-values.yaml',
+        () => render(undefined, file('external-database-values.yaml')),
+        { 'kiln-builds-restricted': LABELS('restricted'), 'kiln-builds': LABELS('baseline') },
+        {
+          KILN_BUILD_NAMESPACE_RESTRICTED: 'kiln-builds-restricted',
+          KILN_BUILD_NAMESPACE_BASELINE: 'kiln-builds',
+          KILN_BUILD_ALLOW_PRIVILEGED: 'false',
+        },
+      ],
+      [
+        'ingress-values.yaml (one namespace for every level, made elsewhere)',
+        () => render(undefined, file('ingress-values.yaml')),
+        {},
+        {
+          KILN_BUILD_NAMESPACE_RESTRICTED: 'team-builds',
+          KILN_BUILD_NAMESPACE_BASELINE: 'team-builds',
+          KILN_BUILD_ALLOW_PRIVILEGED: 'false',
+        },
+      ],
+    ])(
+      '%s: creates the namespaces of its levels, labelled, and tells both parts',
+      (_name, rendered, namespaces, variables) => {
+        const chart = rendered();
+        expect(created(chart)).toEqual(namespaces);
+        expect(told(chart)).toEqual([variables, variables]);
+        // The old single-namespace values are gone.
+        for (const deployment of find(chart, 'Deployment'))
+          expect(env(deployment, 'KILN_BUILD_NAMESPACE')).toBeUndefined();
+      },
+    );
+
+    it('renders the privileged namespace only when buildx is enabled', () => {
+      const off = render();
+      const on = render({ ...DATABASE, builds: { buildx: { enabled: true } } });
+      const where = (chart: RenderedChart) =>
+        objects(chart)
+          .filter(
+            (o) =>
+              o.metadata?.name === 'kiln-builds-privileged' ||
+              o.metadata?.namespace === 'kiln-builds-privileged',
+          )
+          .map((o) => o.kind as string)
+          .sort();
+      expect(where(off)).toEqual([]);
+      expect(where(on)).toEqual(
+        [
+          'LimitRange',
+          'Namespace',
+          'NetworkPolicy',
+          'ResourceQuota',
+          'Role',
+          'Role',
+          'RoleBinding',
+          'RoleBinding',
+        ].sort(),
+      );
+      expect(off.notes).toMatch(/buildx builds are refused/);
+      expect(on.notes).not.toMatch(/buildx builds are refused/);
+    });
+
+    it('makes one namespace of levels given one name, labelled with the most permissive of them', () => {
+      const chart = render(
+        merge(DATABASE, {
+          builds: {
+            namespaces: {
+              restricted: { name: 'builds' },
+              baseline: { name: 'builds' },
+              privileged: { name: 'builds' },
+            },
+            buildx: { enabled: true },
+          },
+        }),
+      );
+      expect(created(chart)).toEqual({ builds: LABELS('privileged') });
+      expect(find(chart, 'Role').map((r) => `${r.metadata.namespace}/${r.metadata.name}`)).toEqual([
+        'builds/kiln-api',
+        'builds/kiln-operator',
+        'kiln/kiln-operator-lease',
+      ]);
+      const stricter = render(
+        merge(DATABASE, { builds: { namespaces: { restricted: { name: 'kiln-builds' } } } }),
+      );
+      expect(created(stricter)).toEqual({ 'kiln-builds': LABELS('baseline') });
+    });
+
+    it('creates only the namespaces it is asked to, and grants its Roles in every one', () => {
+      const chart = render(
+        merge(DATABASE, { builds: { namespaces: { restricted: { create: false } } } }),
+      );
+      expect(Object.keys(created(chart))).toEqual(['kiln-builds']);
+      expect(find(chart, 'Role', 'kiln-operator').map((r) => r.metadata.namespace)).toEqual([
+        'kiln-builds-restricted',
+        'kiln-builds',
+      ]);
+    });
+
+    it('gives the operator KILN_BUILD_USER_NAMESPACES only when builds.userNamespaces', () => {
+      const on = render(undefined, file('external-database-values.yaml'));
+      expect(env(one(on, 'Deployment', 'kiln-operator'), 'KILN_BUILD_USER_NAMESPACES')).toEqual({
+        name: 'KILN_BUILD_USER_NAMESPACES',
+        value: 'true',
+      });
+      expect(env(one(on, 'Deployment', 'kiln-api'), 'KILN_BUILD_USER_NAMESPACES')).toBeUndefined();
+      expect(
+        env(one(render(), 'Deployment', 'kiln-operator'), 'KILN_BUILD_USER_NAMESPACES'),
+      ).toBeUndefined();
+    });
   });
 
   it('templates the CRD from a byte-equal copy of crds/, kept on uninstall when crds.keep', () => {
@@ -475,12 +686,12 @@ describe('the Helm chart (charts/kiln)', () => {
         writeFileSync(restFile, rest.map((d) => d.text).join('\n---\n'));
         const installed = await kubectlWith(kubeconfig, dir, 'apply', '-f', crdFile);
         expect({ stderr: installed.stderr, code: installed.code }).toEqual({ stderr: '', code: 0 });
-        // The build namespace must exist for its namespaced objects even in a dry run. (`kubectl
+        // The build namespaces must exist for their namespaced objects even in a dry run. (`kubectl
         // create namespace` sends protobuf, which the double does not read.)
         const namespaces = join(dir, 'namespaces.yaml');
         writeFileSync(
           namespaces,
-          ['kiln-builds', 'team-builds']
+          ['kiln-builds-restricted', 'kiln-builds', 'kiln-builds-privileged', 'team-builds']
             .map((name) => `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${name}\n`)
             .join('---\n'),
         );

@@ -30,6 +30,13 @@ import {
 import { validateManifest } from '../src/build-methods/manifest.js';
 import { BUILD_METHODS } from '../src/build-methods/methods.js';
 import {
+  levelOfNamespace,
+  namespaceOfMethod,
+  type NamespacesByLevel,
+  oneNamespace,
+  placementProblem,
+} from '../src/build-methods/namespaces.js';
+import {
   PACKER_SECURITY_CONTEXT,
   POD_SECURITY_LEVEL as PACKER_LEVEL,
 } from '../src/build-methods/packer.js';
@@ -82,6 +89,8 @@ interface MethodProfile {
   readonly sourceUser?: { readonly runAsUser: number; readonly runAsGroup: number };
   /** Every volume a pod of the method may have, by name: a pod has a subset of them. */
   readonly volumes: Readonly<Record<string, VolumeType>>;
+  /** Its pods run in a user namespace (`hostUsers: false`) when the operator asks for it. */
+  readonly userNamespace: boolean;
 }
 
 const RUNTIME_DEFAULT = { seccompProfile: { type: 'RuntimeDefault' } };
@@ -103,6 +112,7 @@ const KANIKO_PROFILE: MethodProfile = {
   builderContainers: [BUILDER_CONTAINER],
   podSecurityContext: RUNTIME_DEFAULT,
   volumes: SKELETON_VOLUMES,
+  userNamespace: true,
 };
 
 const PROFILES: Readonly<Record<MethodName, MethodProfile>> = {
@@ -125,6 +135,8 @@ const PROFILES: Readonly<Record<MethodName, MethodProfile>> = {
       buildkitd: 'emptyDir',
       'buildkit-run': 'emptyDir',
     },
+    // buildx.ts: rootless BuildKit maps subordinate ids a pod user namespace does not hold.
+    userNamespace: false,
   },
   paketo: {
     level: PAKETO_LEVEL,
@@ -140,6 +152,7 @@ const PROFILES: Readonly<Record<MethodName, MethodProfile>> = {
     },
     sourceUser: { runAsUser: CNB_USER_ID, runAsGroup: CNB_GROUP_ID },
     volumes: { ...SKELETON_VOLUMES, layers: 'emptyDir' },
+    userNamespace: true,
   },
   packer: {
     level: PACKER_LEVEL,
@@ -156,6 +169,7 @@ const PROFILES: Readonly<Record<MethodName, MethodProfile>> = {
       'packer-plugins': 'emptyDir',
       'packer-tmp': 'emptyDir',
     },
+    userNamespace: true,
   },
 };
 
@@ -165,6 +179,8 @@ const POD_FIELDS = new Set([
   'automountServiceAccountToken',
   'enableServiceLinks',
   'serviceAccountName',
+  // Only `false` (a user namespace), only when the operator asks for it: checked below.
+  'hostUsers',
   'securityContext',
   'initContainers',
   'containers',
@@ -298,6 +314,9 @@ function fixedShapeProblems(
   if (pod.automountServiceAccountToken !== false) problem('the service account token is mounted');
   for (const field of Object.keys(pod).filter((key) => !POD_FIELDS.has(key)))
     problem(`pod field ${field}`);
+  const userNamespace = context.settings.userNamespaces === true && profile.userNamespace;
+  if (pod.hostUsers !== (userNamespace ? false : undefined))
+    problem(`hostUsers ${JSON.stringify(pod.hostUsers)}`);
   if (!same(pod.securityContext, profile.podSecurityContext))
     problem(`pod securityContext ${JSON.stringify(pod.securityContext)}`);
 
@@ -557,6 +576,7 @@ const SETTINGS: ReadonlyArray<readonly [string, JobSettings]> = [false, true].fl
         serviceAccountName: 'kiln-build',
       },
     ],
+    [`${label}, user namespaces`, { ...base, userNamespaces: true }],
   ] as const;
 });
 
@@ -663,7 +683,11 @@ describe('Pod security per build method (POD-01, POD-02)', () => {
     const pod = podOf(job);
 
     expect(pod.automountServiceAccountToken).toBe(false);
-    expect(Object.keys(pod).filter((key) => key.startsWith('host'))).toEqual([]);
+    // No host namespace; `hostUsers: false` is the opposite, a user namespace of the pod's own.
+    expect(Object.keys(pod).filter((key) => key.startsWith('host') && key !== 'hostUsers')).toEqual(
+      [],
+    );
+    expect(pod.hostUsers).not.toBe(true);
     expect((pod.volumes ?? []).filter((volume) => volume.hostPath !== undefined)).toEqual([]);
     for (const container of containersOf(pod)) {
       for (const kind of ['requests', 'limits'] as const) {
@@ -708,7 +732,107 @@ describe('Pod security per build method (POD-01, POD-02)', () => {
   });
 });
 
-// ---- 2. The property: no manifest moves a pod's security ------------------------------------
+// ---- 2. Namespaces by Pod Security level (issue 29) -------------------------------------------
+
+/** The chart's namespaces with buildx on, and one namespace for every level (as before). */
+const NAMESPACE_LAYOUTS: ReadonlyArray<readonly [string, NamespacesByLevel]> = [
+  [
+    'a namespace per level',
+    {
+      restricted: 'kiln-builds-restricted',
+      baseline: 'kiln-builds',
+      privileged: 'kiln-builds-privileged',
+    },
+  ],
+  ['one namespace for every level', oneNamespace('kiln-builds')],
+];
+const LEVELS: readonly PodSecurityLevel[] = ['restricted', 'baseline', 'privileged'];
+
+describe('Pod security by build namespace (issue 29)', () => {
+  it.each(NAMESPACE_LAYOUTS)(
+    '%s: every Job is written to a namespace whose level admits its pod',
+    (_layout, namespaces) => {
+      const refused = JOBS.flatMap(({ name, method, translation }) => {
+        const namespace = namespaceOfMethod(namespaces, method)!;
+        const level = levelOfNamespace(namespaces, namespace)!;
+        const pod = psaView(podOf(translation.job));
+        return refusedAt(level, pod, translation.job.spec?.template.metadata ?? {}).map(
+          (v) => `${name} in ${namespace} (${level}): ${v}`,
+        );
+      });
+
+      expect(refused).toEqual([]);
+    },
+  );
+
+  it('refuses a Build in a namespace exactly where Pod Security admission would refuse its pod', () => {
+    const namespaces = NAMESPACE_LAYOUTS[0]![1];
+    const disagreements = JOBS.flatMap(({ name, method, translation }) =>
+      LEVELS.flatMap((level) => {
+        const namespace = namespaces[level]!;
+        const pod = psaView(podOf(translation.job));
+        const admitted =
+          refusedAt(level, pod, translation.job.spec?.template.metadata ?? {}).length === 0;
+        const accepted = placementProblem(namespaces, namespace, method) === undefined;
+        return admitted === accepted
+          ? []
+          : [`${name} in ${namespace}: admission ${admitted}, kiln ${accepted}`];
+      }),
+    );
+
+    expect(disagreements).toEqual([]);
+    // And it does refuse some: kaniko in the restricted namespace, buildx in the baseline one.
+    expect(placementProblem(namespaces, 'kiln-builds-restricted', 'kaniko')).toBeDefined();
+    expect(placementProblem(namespaces, 'kiln-builds', 'buildx')).toBeDefined();
+  });
+
+  it('runs every method but buildx in a user namespace when asked, at the same level', () => {
+    const inUserNamespace = Object.fromEntries(
+      METHOD_NAMES.map((method) => {
+        const jobs = JOBS.filter((j) => j.method === method && j.context.settings.userNamespaces);
+        return [method, [...new Set(jobs.map((j) => podOf(j.translation.job).hostUsers))]];
+      }),
+    );
+
+    expect(inUserNamespace).toEqual({
+      kaniko: [false],
+      buildx: [undefined],
+      container: [false],
+      paketo: [false],
+      packer: [false],
+    });
+  });
+
+  it('takes kaniko’s running as root off the restricted findings in a user namespace, not its capabilities', () => {
+    const spec = MANIFESTS.kaniko[0]![1];
+    const builderFindings = (settings: JobSettings) => {
+      const translation = BUILD_METHODS.kaniko.jobSpec(spec, jobContext(settings));
+      if (translation.kind !== 'job') throw new Error(translation.reason);
+      return restrictedViolations(psaView(podOf(translation.job))).filter((v) =>
+        v.startsWith(`container ${BUILDER_CONTAINER}:`),
+      );
+    };
+    const added = KANIKO_SECURITY_CONTEXT.capabilities?.add ?? [];
+    const stillRefused = [
+      `container ${BUILDER_CONTAINER}: allowPrivilegeEscalation != false`,
+      `container ${BUILDER_CONTAINER}: capabilities drop ALL`,
+      ...added.map((cap) => `container ${BUILDER_CONTAINER}: capability ${cap}`),
+    ];
+
+    expect(builderFindings({ ...DEFAULT_JOB_SETTINGS, userNamespaces: true }).sort()).toEqual(
+      [...stillRefused].sort(),
+    );
+    expect(builderFindings(DEFAULT_JOB_SETTINGS).sort()).toEqual(
+      [
+        ...stillRefused,
+        `container ${BUILDER_CONTAINER}: runAsNonRoot false`,
+        `container ${BUILDER_CONTAINER}: runAsUser 0`,
+      ].sort(),
+    );
+  });
+});
+
+// ---- 3. The property: no manifest moves a pod's security ------------------------------------
 
 /**
  * Text that means something to a shell, a flag parser, BuildKit's CSV options, YAML or JSON, and
@@ -901,24 +1025,36 @@ const jobContextArb: fc.Arbitrary<JobContext> = fc
   .record({
     namespace: fc.constantFrom('kiln-builds', 'team-a-builds'),
     steps: fc.boolean(),
+    userNamespaces: fc.boolean(),
     serviceAccountName: fc.option(fc.constant('kiln-build'), { nil: undefined }),
     credentialsSecret: fc.option(fc.constant('registry-push'), { nil: undefined }),
     buildSecret: fc.boolean(),
     insecure: fc.boolean(),
   })
-  .map(({ namespace, steps, serviceAccountName, credentialsSecret, buildSecret, insecure }) => {
-    const settings: JobSettings = {
-      ...DEFAULT_JOB_SETTINGS,
-      steps: steps ? STEPS_ON : DEFAULT_JOB_SETTINGS.steps,
-      insecureRegistries: insecure ? ['127.0.0.1:5000'] : [],
-      ...(serviceAccountName === undefined ? {} : { serviceAccountName }),
-      ...(credentialsSecret === undefined ? {} : { credentialsSecret }),
-    };
-    return jobContext(settings, {
+  .map(
+    ({
       namespace,
-      ...(buildSecret ? {} : { buildSecretName: undefined }),
-    });
-  });
+      steps,
+      userNamespaces,
+      serviceAccountName,
+      credentialsSecret,
+      buildSecret,
+      insecure,
+    }) => {
+      const settings: JobSettings = {
+        ...DEFAULT_JOB_SETTINGS,
+        ...(userNamespaces ? { userNamespaces } : {}),
+        steps: steps ? STEPS_ON : DEFAULT_JOB_SETTINGS.steps,
+        insecureRegistries: insecure ? ['127.0.0.1:5000'] : [],
+        ...(serviceAccountName === undefined ? {} : { serviceAccountName }),
+        ...(credentialsSecret === undefined ? {} : { credentialsSecret }),
+      };
+      return jobContext(settings, {
+        namespace,
+        ...(buildSecret ? {} : { buildSecretName: undefined }),
+      });
+    },
+  );
 
 describe('Pod security under hostile manifests (property)', () => {
   it.each(METHOD_NAMES)(

@@ -25,9 +25,22 @@ const PLATFORM_PATTERN = /^[a-z0-9]+\/[a-z0-9_]+(?:\/[a-z0-9]+)?$/;
 const plan = (spec: BuildSpec): DockerfilePlan =>
   dockerfilePlan(spec, spec.config.dockerfile, { ...spec.env, ...spec.buildArgs });
 
+/**
+ * The Pod Security level a buildx build namespace must allow: **privileged**. Rootless BuildKit
+ * needs seccomp and AppArmor `Unconfined` (unshare and mount for its user namespace; BuildKit's
+ * docs: "you still need to pass `--security-opt seccomp=unconfined --security-opt
+ * apparmor=unconfined`"), and PSS baseline forbids both (baseline allows no `Unconfined` seccomp
+ * profile and no AppArmor override), so only a privileged namespace admits it. It runs as uid 1000,
+ * not privileged, with the runtime's default capabilities; `--oci-worker-no-process-sandbox` lets
+ * RUN steps signal (and perhaps ptrace) the daemon in the same container, which holds nothing but
+ * this build.
+ */
+export const POD_SECURITY_LEVEL: PodSecurityLevel = 'privileged';
+
 /** buildx (BuildKit): an inline Dockerfile, with platforms, registry cache and secret mounts. */
 export const buildx: BuildMethod = {
   name: 'buildx',
+  podSecurityLevel: POD_SECURITY_LEVEL,
   logFormat: 'buildkit',
   exclusiveFields: ['platforms', 'cache_to', 'cache_from', 'secrets'],
   readExclusiveFields(config, path, details) {
@@ -53,18 +66,6 @@ export const buildx: BuildMethod = {
   localPlan: plan,
   jobSpec: (spec, context) => buildxJob(spec, context, plan(spec)),
 };
-
-/**
- * The Pod Security level a buildx build namespace must allow: **privileged**. Rootless BuildKit
- * needs seccomp and AppArmor `Unconfined` (unshare and mount for its user namespace; BuildKit's
- * docs: "you still need to pass `--security-opt seccomp=unconfined --security-opt
- * apparmor=unconfined`"), and PSS baseline forbids both (baseline allows no `Unconfined` seccomp
- * profile and no AppArmor override), so only a privileged namespace admits it. It runs as uid 1000,
- * not privileged, with the runtime's default capabilities; `--oci-worker-no-process-sandbox` lets
- * RUN steps signal (and perhaps ptrace) the daemon in the same container, which holds nothing but
- * this build.
- */
-export const POD_SECURITY_LEVEL: PodSecurityLevel = 'privileged';
 
 /** The rootless image's user (uid 1000 maps to root in its user namespace). */
 const BUILDKIT_USER = 1000;
@@ -95,6 +96,16 @@ export const BUILDKIT_SECURITY_CONTEXT: V1SecurityContext = {
   seccompProfile: { type: 'Unconfined' },
   appArmorProfile: { type: 'Unconfined' },
 };
+
+/**
+ * Why rootless BuildKit cannot run in a pod's user namespace (`hostUsers: false`): rootlesskit
+ * maps its own user namespace from the image's subordinate ids (`/etc/subuid`: 100000 and up),
+ * and a pod's user namespace holds only ids 0–65535. BuildKit's other shape for user namespaces
+ * (its job.userns.yaml: the rootful image, `privileged: true` inside the pod's user namespace) is
+ * another builder, and still Pod Security privileged.
+ */
+export const BUILDKIT_NO_USER_NAMESPACE =
+  'rootless BuildKit maps subordinate user ids (100000 and up) that a pod user namespace does not hold';
 
 /** BuildKit secret ids kiln accepts: they become file and Secret key names, and CSV values. */
 const SECRET_ID = /^[A-Za-z0-9_.-]{1,200}$/;
@@ -194,6 +205,7 @@ export function buildxJob(
     notes,
     // Secret files are mode 0400: with fsGroup their group is the builder's, and readable by it.
     podSecurityContext: { fsGroup: BUILDKIT_USER },
+    noUserNamespace: BUILDKIT_NO_USER_NAMESPACE,
     scratchVolumes: [
       // The daemon's state: the image's VOLUME is nosuid,nodev on some nodes (buildkit#879).
       { name: 'buildkitd', mountPath: `${BUILDKIT_HOME}/.local/share/buildkit` },

@@ -1,5 +1,5 @@
 import type { BuildSpec } from '../manifest/build-spec.js';
-import { kanikoJob } from './kaniko.js';
+import { kanikoJob, POD_SECURITY_LEVEL as KANIKO_POD_SECURITY_LEVEL } from './kaniko.js';
 import {
   type BuildMethod,
   type DockerfilePlan,
@@ -24,6 +24,8 @@ const plan = (spec: BuildSpec): DockerfilePlan =>
  */
 export const container: BuildMethod = {
   name: 'container',
+  // kaniko builds it: kaniko's level.
+  podSecurityLevel: KANIKO_POD_SECURITY_LEVEL,
   logFormat: 'kaniko',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {

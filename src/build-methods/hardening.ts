@@ -39,6 +39,8 @@ export function hardeningProblems(job: V1Job): string[] {
     problems.push('automountServiceAccountToken must be false');
   if (pod.enableServiceLinks !== false) problems.push('enableServiceLinks must be false');
   for (const key of Object.keys(pod)) {
+    // hostUsers: false is the opposite of a host namespace: the pod gets a user namespace.
+    if (key === 'hostUsers' && pod.hostUsers === false) continue;
     if (key.startsWith('host')) problems.push(`the pod must not set ${key}`);
   }
   if (pod.securityContext?.seccompProfile?.type !== 'RuntimeDefault')

@@ -50,6 +50,12 @@ export interface JobSettings {
   /** Registries reached over plain HTTP or with unverified TLS (`host[:port]`). */
   readonly insecureRegistries: readonly string[];
   /**
+   * Build pods run in a user namespace (`hostUsers: false`): root in a container is not root on
+   * the node. A method whose builder cannot run in one (`JobPlan.noUserNamespace`) is left out,
+   * and its build log says so. Needs Kubernetes 1.33+ with user namespaces on its nodes.
+   */
+  readonly userNamespaces?: boolean;
+  /**
    * Run images for paketo builds (the CNB lifecycle's `-run-image`), keyed by the builder image a
    * build runs (after `paketoBuilderImage`'s mapping), e.g. a mirror of the builder's own run
    * image. A builder without an entry uses the run image its metadata names.

@@ -172,6 +172,11 @@ describe(hardeningProblems.name, () => {
       'the pod must not set hostNetwork',
     ],
     [
+      'the host user namespace named explicitly',
+      (job) => (job.spec!.template.spec!.hostUsers = true),
+      'the pod must not set hostUsers',
+    ],
+    [
       'no seccomp profile',
       (job) => delete job.spec!.template.spec!.securityContext,
       'the pod must use the RuntimeDefault seccomp profile',
@@ -319,6 +324,33 @@ describe(jobOf.name, () => {
       kind: 'unsupported',
       reason: 'this build has secrets, but the operator gave it no build Secret to mount them from',
     });
+  });
+
+  it('runs the pod in a user namespace when the settings ask, keeping every hardening rule', () => {
+    const settings = { ...DEFAULT_JOB_SETTINGS, userNamespaces: true };
+    const { translation, pod } = translate({}, { settings });
+
+    expect(pod.hostUsers).toBe(false);
+    expect(translation.notes.filter((note) => /user namespace/.test(note))).toEqual([]);
+    expect(hardeningProblems(translation.job)).toEqual([]);
+    expect(translate({}).pod).not.toHaveProperty('hostUsers');
+  });
+
+  it('keeps the node’s user ids for a builder that cannot run in a user namespace, and says why', () => {
+    const settings = { ...DEFAULT_JOB_SETTINGS, userNamespaces: true };
+    const { translation, pod } = translate(
+      { noUserNamespace: 'it maps ids a pod user namespace does not hold' },
+      { settings },
+    );
+
+    expect(pod).not.toHaveProperty('hostUsers');
+    expect(translation.notes.filter((note) => /user namespace/.test(note))).toEqual([
+      "user namespaces are on (KILN_BUILD_USER_NAMESPACES), but it maps ids a pod user namespace does not hold: this build's pod runs with the node's user ids",
+    ]);
+    // Without the setting there is nothing to say.
+    expect(
+      translate({ noUserNamespace: 'no' }).translation.notes.filter((n) => /user namesp/.test(n)),
+    ).toEqual([]);
   });
 
   it('gives a pushing builder an output directory and scratch volumes of its own', () => {

@@ -177,6 +177,11 @@ export interface JobPlan {
    * (`context.s3`): OUT_DIR is mounted into the builder, and the s3-upload step follows it.
    */
   readonly ociLayout?: OciLayoutOutput;
+  /**
+   * Why the builder cannot run in a user namespace: with `settings.userNamespaces` its pod then
+   * keeps the node's user ids, and the build log says why. Absent: it can, and does when asked.
+   */
+  readonly noUserNamespace?: string;
 }
 
 /**
@@ -333,10 +338,12 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
   }
   const secretKeys = jobSecretKeys(context, plan, repository !== null, credentials, steps);
 
+  const userNamespace = settings.userNamespaces === true && plan.noUserNamespace === undefined;
   const pod: V1PodSpec = {
     restartPolicy: 'Never',
     automountServiceAccountToken: false,
     enableServiceLinks: false,
+    ...(userNamespace ? { hostUsers: false } : {}),
     ...(settings.serviceAccountName === undefined
       ? {}
       : { serviceAccountName: settings.serviceAccountName }),
@@ -352,8 +359,16 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     job,
     ...(configMap === undefined ? {} : { configMap }),
     ...(secretKeys.length === 0 ? {} : { secretKeys }),
-    notes: [...plan.notes, ...steps.notes],
+    notes: [...plan.notes, ...userNamespaceNotes(settings, plan), ...steps.notes],
   });
+}
+
+/** Says so when user namespaces are on but the method's builder cannot run in one. */
+function userNamespaceNotes(settings: JobSettings, plan: JobPlan): string[] {
+  if (settings.userNamespaces !== true || plan.noUserNamespace === undefined) return [];
+  return [
+    `user namespaces are on (KILN_BUILD_USER_NAMESPACES), but ${plan.noUserNamespace}: this build's pod runs with the node's user ids`,
+  ];
 }
 
 /** Why a plan cannot become a Job (its files too big, or secrets with no Secret); else undefined. */

@@ -28,11 +28,18 @@ const plan = (spec: BuildSpec): DockerfilePlan =>
   dockerfilePlan(spec, spec.config.dockerfile, { ...spec.env, ...spec.buildArgs });
 
 /**
+ * kaniko runs as root with capabilities all inside the PSS baseline set (see
+ * KANIKO_SECURITY_CONTEXT): its build namespace must allow `baseline`, never `restricted`.
+ */
+export const POD_SECURITY_LEVEL: PodSecurityLevel = 'baseline';
+
+/**
  * kaniko: an inline Dockerfile pushed to a registry repository. A reference-form build (no inline
  * Dockerfile) is a kaniko build of the repository's own Dockerfile.
  */
 export const kaniko: BuildMethod = {
   name: 'kaniko',
+  podSecurityLevel: POD_SECURITY_LEVEL,
   logFormat: 'kaniko',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
@@ -53,12 +60,6 @@ export const kaniko: BuildMethod = {
 const KANIKO_PUSHED_FILE = 'image-ref';
 /** Where kaniko writes the image of a registry_type s3 build, as an OCI image layout directory. */
 export const KANIKO_OCI_LAYOUT = `${OUT_DIR}/oci-layout`;
-
-/**
- * kaniko runs as root with capabilities all inside the PSS baseline set (see
- * KANIKO_SECURITY_CONTEXT): its build namespace must allow `baseline`, never `restricted`.
- */
-export const POD_SECURITY_LEVEL: PodSecurityLevel = 'baseline';
 
 /** kaniko's Docker config directory: the credentials Secret's `config.json` is mounted here. */
 export const KANIKO_DOCKER_CONFIG = '/kaniko/.docker';

@@ -1,7 +1,7 @@
 import type { BuilderFormat } from '../manifest/formats.js';
 import type { BuildSpec } from '../manifest/build-spec.js';
 import type { Json } from '../manifest/fields.js';
-import type { JobContext, JobTranslation } from './job.js';
+import type { JobContext, JobTranslation, PodSecurityLevel } from './job.js';
 import type { BuildConfig, Details, MethodName } from '../manifest/types.js';
 
 /** A manifest as far as the rules every method shares have read it (values undefined if wrong). */
@@ -55,6 +55,11 @@ export type LocalPlan =
  */
 export interface BuildMethod {
   readonly name: MethodName;
+  /**
+   * The Pod Security level its pods need (its file's `POD_SECURITY_LEVEL`): a build runs in a
+   * namespace that admits it (namespaces.ts).
+   */
+  readonly podSecurityLevel: PodSecurityLevel;
   /** How the builder container's lines read (LogSink's parser picks levels and steps by it). */
   readonly logFormat: BuilderFormat;
   /** build_config fields only this method accepts; other methods refuse them when set. */

@@ -36,12 +36,24 @@ const at = (key: string): string => `manifest.build_config.${key}`;
 type PackerPlan = Extract<LocalPlan, { kind: 'packer' }>;
 
 /**
+ * The Pod Security level a packer build pod meets. Cloud builders (amazon-ebs, azure-arm,
+ * googlecompute, vsphere-iso, …) need only the network and credentials, so packer runs non-root,
+ * without capabilities, privilege escalation or a writable root filesystem.
+ * The `docker` builder needs a Docker daemon and `qemu` needs /dev/kvm: privileged profiles kiln
+ * does not offer. A build whose template is known to use them is refused as unsupported (see
+ * `packerJob`); one where kiln cannot tell (an HCL2 template with no `builders` given) fails in
+ * packer, which names the program or device it cannot find.
+ */
+export const POD_SECURITY_LEVEL: PodSecurityLevel = 'restricted';
+
+/**
  * Packer: a template (legacy JSON or HCL2) with variables. `builders`, `provisioners` and
  * `post_processors` are kept as sent and checked against the template (packer-template.ts): a JSON
  * template in `check`, an HCL2 template in `checkAsync` (its parser is asynchronous).
  */
 export const packer: BuildMethod = {
   name: 'packer',
+  podSecurityLevel: POD_SECURITY_LEVEL,
   logFormat: 'packer',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
@@ -87,17 +99,6 @@ function reportTemplate(read: TemplateRead, config: TemplateEntries, details: De
     details[path] ??= problem;
   }
 }
-
-/**
- * The Pod Security level a packer build pod meets. Cloud builders (amazon-ebs, azure-arm,
- * googlecompute, vsphere-iso, …) need only the network and credentials, so packer runs non-root,
- * without capabilities, privilege escalation or a writable root filesystem.
- * The `docker` builder needs a Docker daemon and `qemu` needs /dev/kvm: privileged profiles kiln
- * does not offer. A build whose template is known to use them is refused as unsupported (see
- * `packerJob`); one where kiln cannot tell (an HCL2 template with no `builders` given) fails in
- * packer, which names the program or device it cannot find.
- */
-export const POD_SECURITY_LEVEL: PodSecurityLevel = 'restricted';
 
 /** Builders that need privileges the restricted pod does not have, and what each needs. */
 const PRIVILEGED_BUILDERS: ReadonlyMap<string, string> = new Map([

@@ -21,11 +21,20 @@ const PAKETO_BIONIC_BUILDER = /^(.+)\/builder:(base|full|tiny)$/;
 type PackPlan = Extract<LocalPlan, { kind: 'pack' }>;
 
 /**
+ * The Pod Security level a paketo build namespace must allow: **restricted**. The lifecycle runs as
+ * the builder's non-root user with no privilege escalation, every capability dropped and the
+ * RuntimeDefault seccomp profile, as kpack runs its build pods; the `source` container is
+ * restricted already, and the volumes are emptyDir, ConfigMap and Secret.
+ */
+export const POD_SECURITY_LEVEL: PodSecurityLevel = 'restricted';
+
+/**
  * Paketo (Cloud Native Buildpacks): a builder image, optional buildpacks and platform env. The
  * builder is stored as chosen; `paketoBuilderImage` maps the deprecated names when it runs.
  */
 export const paketo: BuildMethod = {
   name: 'paketo',
+  podSecurityLevel: POD_SECURITY_LEVEL,
   logFormat: 'pack',
   ...NO_EXCLUSIVE_FIELDS,
   check(draft, details) {
@@ -62,14 +71,6 @@ export function paketoBuilderImage(builder: string): { image: string; mapped: bo
   const [, namespace, tag] = match;
   return { image: `${namespace}/builder-jammy-${tag}:latest`, mapped: true };
 }
-
-/**
- * The Pod Security level a paketo build namespace must allow: **restricted**. The lifecycle runs as
- * the builder's non-root user with no privilege escalation, every capability dropped and the
- * RuntimeDefault seccomp profile, as kpack runs its build pods; the `source` container is
- * restricted already, and the volumes are emptyDir, ConfigMap and Secret.
- */
-export const POD_SECURITY_LEVEL: PodSecurityLevel = 'restricted';
 
 /**
  * The Jammy stacks' build user: uid 1001, gid 1000 (Paketo's Jammy stack images; Shipwright runs

@@ -46,6 +46,10 @@ const TOOLS = ['syft', 'grype', 'trivy', 'clair', 'snyk'] as const;
 const VALID: Readonly<Record<string, string>> = {
   KILN_ROLE: 'operator',
   KILN_BUILD_NAMESPACE: 'ci-builds',
+  KILN_BUILD_NAMESPACE_RESTRICTED: 'ci-builds-restricted',
+  KILN_BUILD_NAMESPACE_BASELINE: 'ci-builds-baseline',
+  KILN_BUILD_NAMESPACE_PRIVILEGED: 'ci-builds-privileged',
+  KILN_BUILD_USER_NAMESPACES: 'true',
   KILN_OPERATOR_DRAIN_DEADLINE_SECONDS: '30',
   KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS: '600',
   KILN_OPERATOR_JOB_TTL_SECONDS: '0',
@@ -163,6 +167,11 @@ const INVALID: Readonly<Record<string, string>> = {
   KILN_RUNNER: 'docker',
   KILN_LOG_LEVEL: 'loud',
   KILN_BUILD_NAMESPACE: 'Not_A_Namespace',
+  KILN_BUILD_NAMESPACE_RESTRICTED: 'Restricted',
+  KILN_BUILD_NAMESPACE_BASELINE: 'baseline.builds',
+  KILN_BUILD_NAMESPACE_PRIVILEGED: 'privileged-',
+  KILN_BUILD_ALLOW_PRIVILEGED: 'no',
+  KILN_BUILD_USER_NAMESPACES: 'yes',
   KILN_STEP_IMAGE: 'kiln:latest',
   KILN_SNYK_TOKEN_SECRET: 'Snyk Token',
   ...Object.fromEntries(TOOLS.map((tool) => [`KILN_STEP_IMAGE_${tool.toUpperCase()}`, tool])),
@@ -232,6 +241,8 @@ function choices(): Case[] {
     KILN_ROLE: ['api', 'operator', 'all', 'API', ' api ', 'worker'],
     KILN_RUNNER: ['local', 'kubernetes', 'Local', 'docker'],
     KILN_LOG_LEVEL: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'DEBUG', 'verbose'],
+    KILN_BUILD_ALLOW_PRIVILEGED: ['true', 'false', 'False', '0'],
+    KILN_BUILD_USER_NAMESPACES: ['true', 'false', 'TRUE', '1'],
   };
   return Object.entries(values).flatMap(([name, list]) =>
     list.map((value) => ({
@@ -252,6 +263,9 @@ function names(): Case[] {
       'ci.builds',
       ' ci ',
     ],
+    KILN_BUILD_NAMESPACE_RESTRICTED: ['a'.repeat(63), 'a'.repeat(64), '-builds', ' ci '],
+    KILN_BUILD_NAMESPACE_BASELINE: ['builds-', 'ci.builds'],
+    KILN_BUILD_NAMESPACE_PRIVILEGED: ['Builds', ' ci-privileged '],
     KILN_OPERATOR_LEASE_NAME: ['a.b-c.d', 'a'.repeat(253), 'a'.repeat(254), '.lease', 'Lease'],
     KILN_OPERATOR_LEASE_NAMESPACE: ['a'.repeat(64), 'kiln_system'],
     KILN_HOST: [' ::1 ', 'localhost'],
@@ -499,6 +513,10 @@ function operatorLease(): Case[] {
       name: 'lease namespace set, build namespace invalid',
       env: { KILN_BUILD_NAMESPACE: 'Team', [`${lease}NAMESPACE`]: 'kiln' },
     },
+    {
+      name: 'lease namespace follows the build namespace, not a level of its own',
+      env: { KILN_BUILD_NAMESPACE: 'team-builds', KILN_BUILD_NAMESPACE_BASELINE: 'team-kaniko' },
+    },
   ];
 }
 
@@ -609,6 +627,21 @@ function combinations(): Case[] {
         DATABASE_URL: VALID['DATABASE_URL']!,
         KILN_SECRETS_KEY_FILE: '<tmp>/secrets/sealing-key',
       },
+    },
+    {
+      name: 'namespaces by Pod Security level as the chart sets them, buildx off',
+      env: {
+        KILN_ROLE: 'operator',
+        KUBECONFIG: kubeconfig,
+        KILN_BUILD_NAMESPACE_RESTRICTED: 'kiln-builds-restricted',
+        KILN_BUILD_NAMESPACE_BASELINE: 'kiln-builds',
+        KILN_BUILD_ALLOW_PRIVILEGED: 'false',
+        KILN_BUILD_USER_NAMESPACES: 'true',
+      },
+    },
+    {
+      name: 'privileged pods refused and a privileged namespace named',
+      env: { KILN_BUILD_ALLOW_PRIVILEGED: 'false', KILN_BUILD_NAMESPACE_PRIVILEGED: 'buildx' },
     },
     {
       name: 'api in a cluster: external database, secrets from files, vendor timeouts',

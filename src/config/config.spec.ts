@@ -84,10 +84,86 @@ describe(loadConfig.name, () => {
     const config = loadConfig({ KUBECONFIG: `/nonexistent:${kubeconfig}` }, cwd, home);
 
     expect(config.kube).toEqual({ kind: 'file', path: kubeconfig });
-    expect(config.buildNamespace).toBe('kiln-builds');
-    expect(loadConfig({ KILN_BUILD_NAMESPACE: 'ci' }, cwd, home).buildNamespace).toBe('ci');
+    expect(config.buildNamespaces).toEqual({
+      restricted: 'kiln-builds',
+      baseline: 'kiln-builds',
+      privileged: 'kiln-builds',
+    });
+    expect(loadConfig({ KILN_BUILD_NAMESPACE: 'ci' }, cwd, home).buildNamespaces).toEqual({
+      restricted: 'ci',
+      baseline: 'ci',
+      privileged: 'ci',
+    });
     expect(() => loadConfig({ KILN_BUILD_NAMESPACE: 'Not_A_Namespace' }, cwd, home)).toThrow(
       /KILN_BUILD_NAMESPACE/,
+    );
+  });
+
+  it('gives each Pod Security level its own namespace where one is named, KILN_BUILD_NAMESPACE elsewhere', () => {
+    expect(
+      loadConfig(
+        {
+          KILN_BUILD_NAMESPACE: 'ci',
+          KILN_BUILD_NAMESPACE_RESTRICTED: 'ci-restricted',
+          KILN_BUILD_NAMESPACE_PRIVILEGED: 'ci-privileged',
+        },
+        cwd,
+        home,
+      ).buildNamespaces,
+    ).toEqual({ restricted: 'ci-restricted', baseline: 'ci', privileged: 'ci-privileged' });
+    expect(
+      loadConfig({ KILN_BUILD_NAMESPACE_BASELINE: 'kaniko' }, cwd, home).buildNamespaces,
+    ).toEqual({ restricted: 'kiln-builds', baseline: 'kaniko', privileged: 'kiln-builds' });
+    // The lease stays in the default namespace: no level owns it.
+    expect(
+      loadConfig({ KILN_BUILD_NAMESPACE_BASELINE: 'kaniko' }, cwd, home).operatorRuntime
+        .leaseNamespace,
+    ).toBe('kiln-builds');
+  });
+
+  it('has no privileged namespace when KILN_BUILD_ALLOW_PRIVILEGED=false, and refuses one named then', () => {
+    expect(
+      loadConfig(
+        { KILN_BUILD_NAMESPACE_BASELINE: 'kaniko', KILN_BUILD_ALLOW_PRIVILEGED: 'false' },
+        cwd,
+        home,
+      ).buildNamespaces,
+    ).toEqual({ restricted: 'kiln-builds', baseline: 'kaniko', privileged: undefined });
+    expect(
+      loadConfig({ KILN_BUILD_ALLOW_PRIVILEGED: 'true' }, cwd, home).buildNamespaces.privileged,
+    ).toBe('kiln-builds');
+    expect(
+      problemsOf({ KILN_BUILD_ALLOW_PRIVILEGED: 'false', KILN_BUILD_NAMESPACE_PRIVILEGED: 'x' }),
+    ).toEqual(['KILN_BUILD_NAMESPACE_PRIVILEGED']);
+    expect(problemsOf({ KILN_BUILD_ALLOW_PRIVILEGED: 'no' })).toEqual([
+      'KILN_BUILD_ALLOW_PRIVILEGED',
+    ]);
+  });
+
+  it('refuses a per-level namespace that is not a DNS label, naming its variable', () => {
+    expect(
+      problemsOf({
+        KILN_BUILD_NAMESPACE_RESTRICTED: 'Restricted',
+        KILN_BUILD_NAMESPACE_BASELINE: 'a'.repeat(64),
+        KILN_BUILD_NAMESPACE_PRIVILEGED: 'ci.privileged',
+      }),
+    ).toEqual([
+      'KILN_BUILD_NAMESPACE_RESTRICTED',
+      'KILN_BUILD_NAMESPACE_BASELINE',
+      'KILN_BUILD_NAMESPACE_PRIVILEGED',
+    ]);
+  });
+
+  it('runs build pods in user namespaces only when KILN_BUILD_USER_NAMESPACES=true', () => {
+    expect(loadConfig({}, cwd, home).buildUserNamespaces).toBe(false);
+    expect(loadConfig({ KILN_BUILD_USER_NAMESPACES: 'true' }, cwd, home).buildUserNamespaces).toBe(
+      true,
+    );
+    expect(loadConfig({ KILN_BUILD_USER_NAMESPACES: 'false' }, cwd, home).buildUserNamespaces).toBe(
+      false,
+    );
+    expect(() => loadConfig({ KILN_BUILD_USER_NAMESPACES: 'yes' }, cwd, home)).toThrow(
+      /KILN_BUILD_USER_NAMESPACES: one of true\|false, got "yes"/,
     );
   });
 

@@ -6,7 +6,7 @@ import { readExternalCalls } from './external-calls.js';
 import { type JwtSecretSource, readKeys } from './keys.js';
 import { type KubeLocation, kubeLocation } from './kube.js';
 import { readLogs } from './logs.js';
-import { type OperatorRuntimeSettings, readOperator } from './operator.js';
+import { type BuildNamespaces, type OperatorRuntimeSettings, readOperator } from './operator.js';
 import { readRateLimits } from './rate-limits.js';
 import { type Env, EnvReader } from './reader.js';
 import { readLocalRunner, readRole, readRunner, type Role, type RunnerKind } from './runner.js';
@@ -18,7 +18,7 @@ export { MIN_PASSWORD_LENGTH } from './auth.js';
 export { DEFAULT_LIST_EXACT_COUNT_LIMIT } from './builds.js';
 export type { JwtSecretSource } from './keys.js';
 export { type KubeLocation, kubeLocation } from './kube.js';
-export type { OperatorRuntimeSettings } from './operator.js';
+export type { BuildNamespaces, OperatorRuntimeSettings } from './operator.js';
 export { ConfigError, type Env } from './reader.js';
 export { ROLES, type Role, RUNNERS, type RunnerKind } from './runner.js';
 export { LOG_LEVELS, type LogLevel } from './server.js';
@@ -33,8 +33,17 @@ export class KilnConfig {
   readonly runner!: RunnerKind;
   /** Where the Kubernetes API server is: a kubeconfig file, the pod's service account, or none. */
   readonly kube!: KubeLocation;
-  /** Namespace of Build resources and their Jobs (KILN_BUILD_NAMESPACE). */
-  readonly buildNamespace!: string;
+  /**
+   * Namespaces of Build resources and their Jobs, by the Pod Security level of the build's method
+   * (KILN_BUILD_NAMESPACE, KILN_BUILD_NAMESPACE_<LEVEL>, KILN_BUILD_ALLOW_PRIVILEGED). One name for
+   * every level is one build namespace, as before levels had their own.
+   */
+  readonly buildNamespaces!: BuildNamespaces;
+  /**
+   * Operator: build pods run in a user namespace (`hostUsers: false`) wherever their method can
+   * (KILN_BUILD_USER_NAMESPACES; Kubernetes 1.33+ with user namespaces enabled on its nodes).
+   */
+  readonly buildUserNamespaces!: boolean;
   /** Operator: how long an ended build waits for its pod's log streams before a marker line. */
   readonly operatorDrainDeadlineMs!: number;
   /** Operator: how long a builder image may fail to pull before ImagePullFailed. */

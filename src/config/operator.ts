@@ -22,9 +22,25 @@ export interface OperatorRuntimeSettings {
   readonly resyncPeriodMs: number;
 }
 
-const NAMESPACE_NAME = 'a namespace name (DNS-1123 label, at most 63 characters)';
+/** The Pod Security Standards levels; each build method needs one (src/build-methods/). */
+type PodSecurityLevelName = 'restricted' | 'baseline' | 'privileged';
 
-/** The build namespace and what the operator does there: Jobs, the steps, leader election. */
+/**
+ * Where the Build resources (and their Jobs, pods and Secrets) of each Pod Security level live
+ * (docs/adr/0040-namespaces-by-pod-security-level.md): KILN_BUILD_NAMESPACE_<LEVEL>, else
+ * KILN_BUILD_NAMESPACE. `privileged` is undefined when no namespace admits privileged pods
+ * (KILN_BUILD_ALLOW_PRIVILEGED=false): builds that need them are refused.
+ */
+export interface BuildNamespaces {
+  readonly restricted: string;
+  readonly baseline: string;
+  readonly privileged: string | undefined;
+}
+
+const NAMESPACE_NAME = 'a namespace name (DNS-1123 label, at most 63 characters)';
+const BOOLEAN = ['true', 'false'] as const;
+
+/** The build namespaces and what the operator does there: Jobs, the steps, leader election. */
 export function readOperator(read: EnvReader) {
   const buildNamespace = read.value('KILN_BUILD_NAMESPACE') ?? 'kiln-builds';
   const operatorDrainDeadlineMs =
@@ -42,14 +58,39 @@ export function readOperator(read: EnvReader) {
   if (!DNS_LABEL.test(buildNamespace)) {
     read.bad('KILN_BUILD_NAMESPACE', NAMESPACE_NAME, buildNamespace);
   }
+  const buildNamespaces = readBuildNamespaces(read, buildNamespace);
+  const buildUserNamespaces = read.oneOf('KILN_BUILD_USER_NAMESPACES', BOOLEAN, 'false') === 'true';
   return {
-    buildNamespace,
+    buildNamespaces,
+    buildUserNamespaces,
     operatorDrainDeadlineMs,
     operatorImagePullTimeoutMs,
     operatorJobTtlSeconds,
     operatorSteps,
     operatorRuntime,
   };
+}
+
+/** KILN_BUILD_NAMESPACE_<LEVEL> over the default namespace, and whether privileged pods may run. */
+function readBuildNamespaces(read: EnvReader, fallback: string): BuildNamespaces {
+  const own = (level: PodSecurityLevelName): string | undefined => {
+    const variable = `KILN_BUILD_NAMESPACE_${level.toUpperCase()}`;
+    const name = read.value(variable);
+    if (name !== undefined && !DNS_LABEL.test(name)) read.bad(variable, NAMESPACE_NAME, name);
+    return name;
+  };
+  const restricted = own('restricted') ?? fallback;
+  const baseline = own('baseline') ?? fallback;
+  const privileged = own('privileged');
+  const allowed = read.oneOf('KILN_BUILD_ALLOW_PRIVILEGED', BOOLEAN, 'true') === 'true';
+  if (!allowed && privileged !== undefined) {
+    read.bad(
+      'KILN_BUILD_NAMESPACE_PRIVILEGED',
+      'unset while KILN_BUILD_ALLOW_PRIVILEGED=false (no namespace admits privileged pods)',
+      privileged,
+    );
+  }
+  return { restricted, baseline, privileged: allowed ? (privileged ?? fallback) : undefined };
 }
 
 function readRuntime(read: EnvReader, buildNamespace: string): OperatorRuntimeSettings {

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../build-methods/job.js';
+import { buildNamespacesOf } from '../build-methods/namespaces.js';
 import { BuildArtifacts } from '../artifacts/build-artifacts.js';
 import { SBOM_TOOLS, SCAN_TOOLS } from '../manifest/types.js';
 import { LOGGER } from '../common/logger.js';
@@ -48,10 +49,11 @@ import { BOOKKEEPING_FIELDS, changedBeyondMetadata } from './runtime/predicates.
 const jobChanged = changedBeyondMetadata([...BOOKKEEPING_FIELDS, 'annotations']);
 
 /**
- * The operator of KILN_ROLE=operator|all: informers on the build namespace's Builds and on the
- * Jobs and Pods kiln made, a work queue of Build keys, and BuildReconciler, while this process
- * holds the `kiln-operator` Lease. Without a kubeconfig or service account it stays idle and says
- * so (a laptop's `make run` runs the local runner).
+ * The operator of KILN_ROLE=operator|all: in each build namespace (one per Pod Security level, or
+ * fewer when levels share one), informers on the Builds and on the Jobs and Pods kiln made, one
+ * work queue of Build keys, and BuildReconciler, while this process holds the `kiln-operator`
+ * Lease. Without a kubeconfig or service account it stays idle and says so (a laptop's `make run`
+ * runs the local runner).
  */
 @Injectable()
 export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -83,20 +85,22 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       );
       return;
     }
-    const namespace = this.config.buildNamespace;
+    const namespaces = buildNamespacesOf(this.config.buildNamespaces);
     const logger = this.logger.child({ component: 'operator' });
-    const informers = this.informers(kube, logger);
+    const informers = new Map(
+      namespaces.map((namespace) => [namespace, this.informers(kube, namespace, logger)]),
+    );
     const reconciler = this.reconcilerOf(kube, informers, logger);
     this.reconciler = reconciler;
     this.runtime = this.runtimeOf(kube, informers, reconciler, logger);
     this.runtime.start();
-    logger.info({ namespace }, 'operator started: waiting for the lease');
+    logger.info({ namespaces }, 'operator started: waiting for the lease');
   }
 
-  /** The informers on the build namespace's Builds, and on the Jobs and Pods kiln made there. */
-  private informers(kube: KubeClient, logger: Logger): Informers {
-    const namespace = this.config.buildNamespace;
+  /** The informers on one build namespace's Builds, and on the Jobs and Pods kiln made there. */
+  private informers(kube: KubeClient, namespace: string, parent: Logger): Informers {
     const settings = this.config.operatorRuntime;
+    const logger = parent.child({ namespace });
     const watches = {
       watchLifetimeMs: settings.watchTimeoutMs,
       resyncPeriodMs: settings.resyncPeriodMs,
@@ -143,22 +147,25 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     return { builds, jobs, pods, podsByJob };
   }
 
-  private reconcilerOf(kube: KubeClient, informers: Informers, logger: Logger): BuildReconciler {
-    const { builds, jobs, podsByJob } = informers;
+  private reconcilerOf(
+    kube: KubeClient,
+    informers: ReadonlyMap<string, Informers>,
+    logger: Logger,
+  ): BuildReconciler {
     const settings = this.config.operatorRuntime;
+    // Keys and names are namespaced: each read goes to that namespace's informers.
+    const of = (namespace: string) => informers.get(namespace);
     return new BuildReconciler({
       caches: {
-        build: (key) => builds.get(key),
-        job: (ns, name) => jobs.get(`${ns}/${name}`),
+        build: (key) => of(key.slice(0, key.indexOf('/')))?.builds.get(key),
+        job: (ns, name) => of(ns)?.jobs.get(`${ns}/${name}`),
         // A pod not being deleted first: a Job's replacement pod over the one going away.
         podOfJob: (ns, job) =>
-          podsByJob
-            .get(`${ns}/${job}`)
-            .sort(
-              (a, b) =>
-                (a.metadata.deletionTimestamp === undefined ? -1 : 0) -
-                (b.metadata.deletionTimestamp === undefined ? -1 : 0),
-            )[0],
+          (of(ns)?.podsByJob.get(`${ns}/${job}`) ?? []).sort(
+            (a, b) =>
+              (a.metadata.deletionTimestamp === undefined ? -1 : 0) -
+              (b.metadata.deletionTimestamp === undefined ? -1 : 0),
+          )[0],
       },
       builds: new CustomResources<BuildResource>(kube, BUILD_GROUP, BUILD_VERSION, BUILD_PLURAL),
       workloads: new KubeWorkloads(kube),
@@ -182,6 +189,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       settings: {
         ...DEFAULT_RECONCILER_SETTINGS,
         job: jobSettingsOf(this.config),
+        namespaces: this.config.buildNamespaces,
         drainDeadlineMs: this.config.operatorDrainDeadlineMs,
         imagePullTimeoutMs: this.config.operatorImagePullTimeoutMs,
         ttlSecondsAfterFinished: this.config.operatorJobTtlSeconds,
@@ -189,21 +197,17 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     });
   }
 
-  /** The work queue of Build keys under the `kiln-operator` Lease, fed by the informers. */
+  /**
+   * The work queue of Build keys under the `kiln-operator` Lease, fed by the informers of every
+   * build namespace.
+   */
   private runtimeOf(
     kube: KubeClient,
-    { builds, jobs, pods }: Informers,
+    informers: ReadonlyMap<string, Informers>,
     reconciler: BuildReconciler,
     logger: Logger,
   ): OperatorRuntime {
-    const namespace = this.config.buildNamespace;
     const settings = this.config.operatorRuntime;
-    const ownerKey = (job: V1Job): string[] => {
-      const owner = job.metadata?.ownerReferences?.find(
-        (o) => o.controller === true && o.kind === 'Build',
-      );
-      return owner === undefined ? [] : [`${job.metadata?.namespace ?? namespace}/${owner.name}`];
-    };
     const elector = new StoppingElector(
       new LeaderElector({
         store: new KubeLeaseStore(kube),
@@ -216,25 +220,36 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       }),
       () => reconciler.stopAll(),
     );
-    return new OperatorRuntime({
+    const runtime = new OperatorRuntime({
       reconcile: reconciler.reconcile,
       elector,
       workers: settings.workers,
       name: 'builds',
       logger,
-    })
-      .watch(builds, undefined, { changed: changedBeyondMetadata(BOOKKEEPING_FIELDS) })
-      .watch(jobs, ownerKey, { changed: jobChanged })
-      .watch(
-        pods,
-        (pod) => {
-          const job = jobs.get(
-            `${pod.metadata.namespace}/${pod.metadata.labels?.['job-name'] ?? ''}`,
-          );
-          return job === undefined ? [] : ownerKey(job);
-        },
-        { changed: podChanged },
-      );
+    });
+    for (const [namespace, { builds, jobs, pods }] of informers) {
+      // A Build owns its Job in its own namespace (owner references cannot cross namespaces).
+      const ownerKey = (job: V1Job): string[] => {
+        const owner = job.metadata?.ownerReferences?.find(
+          (o) => o.controller === true && o.kind === 'Build',
+        );
+        return owner === undefined ? [] : [`${job.metadata?.namespace ?? namespace}/${owner.name}`];
+      };
+      runtime
+        .watch(builds, undefined, { changed: changedBeyondMetadata(BOOKKEEPING_FIELDS) })
+        .watch(jobs, ownerKey, { changed: jobChanged })
+        .watch(
+          pods,
+          (pod) => {
+            const job = jobs.get(
+              `${pod.metadata.namespace}/${pod.metadata.labels?.['job-name'] ?? ''}`,
+            );
+            return job === undefined ? [] : ownerKey(job);
+          },
+          { changed: podChanged },
+        );
+    }
+    return runtime;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -279,7 +294,10 @@ class StoppingElector implements Elector {
   }
 }
 
-/** kiln's Job defaults with the operator's step settings (KILN_STEP_*, KILN_UPLOAD_URL, …). */
+/**
+ * kiln's Job defaults with the operator's settings: the steps (KILN_STEP_*, KILN_UPLOAD_URL, …)
+ * and user namespaces (KILN_BUILD_USER_NAMESPACES).
+ */
 export function jobSettingsOf(config: KilnConfig): JobSettings {
   const { toolImages, ...steps } = config.operatorSteps;
   const defaults = DEFAULT_JOB_SETTINGS.steps;
@@ -292,6 +310,7 @@ export function jobSettingsOf(config: KilnConfig): JobSettings {
     ) as Partial<Record<T, string>>;
   return {
     ...DEFAULT_JOB_SETTINGS,
+    ...(config.buildUserNamespaces ? { userNamespaces: true } : {}),
     steps: {
       ...steps,
       sbomImages: pick(SBOM_TOOLS, defaults.sbomImages),

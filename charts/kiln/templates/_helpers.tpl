@@ -74,12 +74,55 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* Environment both roles share. */}}
+{{/*
+The build namespaces, as JSON: one entry per distinct name, in level order (restricted, baseline,
+privileged; privileged only with builds.buildx.enabled), each with the most permissive level given
+that name and whether the chart creates it (any level with that name says so). Read with
+`include "kiln.buildNamespaces" . | fromJsonArray`.
+*/}}
+{{- define "kiln.buildNamespaces" -}}
+{{- $levels := list "restricted" "baseline" }}
+{{- if .Values.builds.buildx.enabled }}
+{{- $levels = append $levels "privileged" }}
+{{- end }}
+{{- $byName := dict }}
+{{- $names := list }}
+{{- range $level := $levels }}
+{{- $given := get $.Values.builds.namespaces $level }}
+{{- $entry := get $byName $given.name }}
+{{- if $entry }}
+{{- $_ := set $entry "level" $level }}
+{{- if $given.create }}
+{{- $_ := set $entry "create" true }}
+{{- end }}
+{{- else }}
+{{- $_ := set $byName $given.name (dict "name" $given.name "level" $level "create" $given.create) }}
+{{- $names = append $names $given.name }}
+{{- end }}
+{{- end }}
+{{- $list := list }}
+{{- range $names }}
+{{- $list = append $list (get $byName .) }}
+{{- end }}
+{{- toJson $list }}
+{{- end -}}
+
+{{/* Environment both roles share: the runner, where builds live, the database, the sealing key. */}}
 {{- define "kiln.commonEnv" -}}
 - name: KILN_RUNNER
   value: kubernetes
-- name: KILN_BUILD_NAMESPACE
-  value: {{ .Values.builds.namespace | quote }}
+- name: KILN_BUILD_NAMESPACE_RESTRICTED
+  value: {{ .Values.builds.namespaces.restricted.name | quote }}
+- name: KILN_BUILD_NAMESPACE_BASELINE
+  value: {{ .Values.builds.namespaces.baseline.name | quote }}
+{{- if .Values.builds.buildx.enabled }}
+- name: KILN_BUILD_NAMESPACE_PRIVILEGED
+  value: {{ .Values.builds.namespaces.privileged.name | quote }}
+{{- else }}
+# No namespace admits privileged pods: buildx builds are refused.
+- name: KILN_BUILD_ALLOW_PRIVILEGED
+  value: "false"
+{{- end }}
 - name: KILN_DATA_DIR
   value: /var/lib/kiln
 - name: DATABASE_URL

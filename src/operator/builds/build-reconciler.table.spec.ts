@@ -14,6 +14,7 @@ import {
   type JobSettings,
   REGISTRY_CONFIG_KEY,
 } from '../../build-methods/job.js';
+import { type NamespacesByLevel, oneNamespace } from '../../build-methods/namespaces.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import type { BuildAccessGrant, BuildAccessRefusal } from '../../integrations/build-access.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
@@ -234,6 +235,8 @@ interface Given {
   readonly statusConflict?: boolean;
   /** What the steps after the image need (kiln's image, the upload URL): none by default. */
   readonly steps?: Partial<JobSettings['steps']>;
+  /** The build namespace of each level: every level in NS by default. */
+  readonly namespaces?: NamespacesByLevel;
   /** A reconcile of this process before this one (its writes are not this row's effects). */
   readonly earlier?: Earlier;
 }
@@ -546,6 +549,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     logger: new LogCapture().logger,
     settings: {
       ...TABLE_SETTINGS,
+      ...(given.namespaces === undefined ? {} : { namespaces: given.namespaces }),
       job: { ...DEFAULT_JOB_SETTINGS, steps: { ...DEFAULT_JOB_SETTINGS.steps, ...given.steps } },
     },
     wake: (k) => woken.push(k),
@@ -577,6 +581,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
 }
 
 const TABLE_SETTINGS = {
+  namespaces: oneNamespace(NS),
   drainDeadlineMs: DRAIN_DEADLINE_MS,
   imagePullTimeoutMs: PULL_TIMEOUT_MS,
   ttlSecondsAfterFinished: 3_600,
@@ -917,6 +922,44 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
         },
         events: ['Warning InvalidSpec'],
         record: 'failed InvalidSpec',
+      },
+    },
+    'fails a build whose namespace admits only stricter pods, before its access or Job: InvalidSpec naming where it belongs':
+      {
+        given: async () => ({
+          // A kaniko build (baseline) in the namespace of restricted builds.
+          build: world.build(await world.running(), { finalizer: true }),
+          namespaces: { restricted: NS, baseline: 'kiln-builds-baseline', privileged: undefined },
+          // Never asked: a refusal here would be the build's failure.
+          access: { ok: false, reason: 'SecretUnavailable', message: 'not to be asked' },
+        }),
+        want: {
+          writes: ['status Build <id>', 'patch Build <id> finalizers=[]'],
+          status: {
+            state: 'failed',
+            condition: 'False/InvalidSpec',
+            failureReason: 'InvalidSpec',
+            message: `kaniko builds need Pod Security "baseline" pods and belong in namespace kiln-builds-baseline; namespace ${NS} admits Pod Security "restricted" pods at most`,
+          },
+          events: ['Warning InvalidSpec'],
+          masked: [],
+          record: 'failed InvalidSpec',
+          requeueAfterMs: undefined,
+        },
+      },
+    'runs a build in a namespace more permissive than its method needs': {
+      given: async () => ({
+        build: world.build(await world.queued(), { finalizer: true }),
+        namespaces: {
+          restricted: 'kiln-builds-restricted',
+          baseline: 'kiln-builds-baseline',
+          privileged: NS,
+        },
+        access: grant({}),
+      }),
+      want: {
+        writes: ['create Job kiln-<id> controller=Build/<id>', 'status Build <id>'],
+        record: 'in_progress',
       },
     },
     'looks again soon when a Job of its name exists that the cache has not seen': {

@@ -9,6 +9,7 @@ import {
   type S3UploadTarget,
 } from '../../build-methods/job.js';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
+import { placementProblem } from '../../build-methods/namespaces.js';
 import { UPLOAD_TOKEN_PREFIX } from '../../build-methods/steps.js';
 import type { BuildAccessGrant } from '../../integrations/build-access.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
@@ -32,7 +33,8 @@ type AssemblerDeps = Pick<
 >;
 
 /**
- * Makes a running build's Job and what it mounts: its access prepared (secret references
+ * Makes a running build's Job and what it mounts, in the Build's namespace when that namespace's
+ * Pod Security level admits the method's pods: its access prepared (secret references
  * resolved, the registry checked), the method's pure `jobSpec` translation, its ConfigMap, its
  * Secret holding exactly the keys the Job reads, and the Job itself with a controller
  * ownerReference to the Build. The Job then becomes the controller of the ConfigMap and the
@@ -54,6 +56,14 @@ export class JobAssembler {
   async assemble(resource: BuildResource, record: BuildEntity): Promise<Assembled> {
     const namespace = namespaceOf(resource);
     const name = buildObjectName(record.id);
+    // The Job, its pod and Secret live in the Build's namespace (owner references cannot cross
+    // namespaces): one whose Pod Security level would refuse the pod gets nothing, not even access.
+    const misplaced = placementProblem(
+      this.deps.settings.namespaces,
+      namespace,
+      record.spec.method,
+    );
+    if (misplaced !== undefined) throw new RefusedBuild('InvalidSpec', misplaced);
     // Every value is registered for masking before the first call that could echo it, and before
     // any line of the pod is read.
     const access = await this.deps.access.prepare(record, this.deps.sink.masking(record.id));

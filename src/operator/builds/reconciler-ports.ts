@@ -1,6 +1,7 @@
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { JobSettings } from '../../build-methods/job.js';
+import type { NamespacesByLevel } from '../../build-methods/namespaces.js';
 import type { BuildAccess } from '../../integrations/build-access.js';
 import type { CustomResources } from '../../kubernetes/custom-resources.js';
 import type { KubeWorkloads } from '../../kubernetes/workloads.js';
@@ -24,6 +25,11 @@ export interface ReconcilerCaches {
 
 export interface ReconcilerSettings {
   readonly job: JobSettings;
+  /**
+   * The build namespace of each Pod Security level: a Build whose namespace does not admit its
+   * method's pods is refused (InvalidSpec) before its Job is made.
+   */
+  readonly namespaces: NamespacesByLevel;
   /** How long a finished build waits for its log streams before a marker says what is missing. */
   readonly drainDeadlineMs: number;
   /** How long a builder image may fail to pull before the build fails with ImagePullFailed. */
@@ -35,7 +41,7 @@ export interface ReconcilerSettings {
   readonly follower: LogFollowerOptions;
 }
 
-export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job'> = {
+export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job' | 'namespaces'> = {
   drainDeadlineMs: 120_000,
   imagePullTimeoutMs: 300_000,
   ttlSecondsAfterFinished: 3_600,
