@@ -1,3 +1,4 @@
+import { KubeApiServer } from '../support/kube/api-server.js';
 import { validateRules, type ValidationRule } from '../support/kube/cel.js';
 import { fieldErrors, type FieldError } from '../support/kube/errors.js';
 import type { Json, JsonSchema } from '../support/kube/types.js';
@@ -436,6 +437,44 @@ describe('validateRules', () => {
         'spec.d: Invalid value: "string": rule compile error: cel expression must evaluate to a bool',
         'spec.e: Invalid value: "string": e is set',
       ]);
+    });
+
+    it('refuse the CRD that carries them, naming each rule by its path in the schema', async () => {
+      const server = await KubeApiServer.start();
+      try {
+        const crd = {
+          apiVersion: 'apiextensions.k8s.io/v1',
+          kind: 'CustomResourceDefinition',
+          metadata: { name: 'things.example.dev' },
+          spec: {
+            group: 'example.dev',
+            scope: 'Namespaced',
+            names: { plural: 'things', singular: 'thing', kind: 'Thing', listKind: 'ThingList' },
+            versions: [
+              { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema } },
+            ],
+          },
+        };
+        const response = await fetch(
+          `${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(crd),
+          },
+        );
+        const status = (await response.json()) as { code: number; message: string };
+        expect(status.code).toBe(422);
+        const at = 'spec.versions[0].schema.openAPIV3Schema.properties[spec]';
+        expect(status.message).toContain(
+          `CustomResourceDefinition.apiextensions.k8s.io "things.example.dev" is invalid: [${at}.properties[a].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self ==", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:6: Syntax error: found = but expecting end of input, `,
+        );
+        expect(status.message).toContain(`${at}.properties[c].x-kubernetes-validations[0].rule`);
+        expect(status.message).not.toContain('properties[e]');
+        expect(server.objects('apiextensions.k8s.io/v1', 'customresourcedefinitions')).toEqual([]);
+      } finally {
+        await server.stop();
+      }
     });
   });
 

@@ -1,3 +1,4 @@
+import { ruleCompileErrors } from './cel.js';
 import { fieldErrors, type FieldError } from './errors.js';
 import {
   clone,
@@ -627,10 +628,12 @@ function validateCrd(crd: KubeObject): FieldError[] {
     errors.push(fieldErrors.notSupported('spec.scope', scope, ['Cluster', 'Namespaced']));
   const versions = arr(spec.versions);
   versions.forEach((v, i) => {
-    if (!isObject(obj(obj(v).schema).openAPIV3Schema))
+    const schema = obj(obj(v).schema).openAPIV3Schema;
+    if (!isObject(schema))
       errors.push(
         fieldErrors.required(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'),
       );
+    else errors.push(...ruleCompileErrors(schema, `spec.versions[${i}].schema.openAPIV3Schema`));
   });
   if (versions.filter((v) => obj(v).storage === true).length !== 1)
     errors.push(

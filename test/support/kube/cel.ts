@@ -737,3 +737,60 @@ export function validateRules(
   validateNode(root, object, old, undefined, correlation, out);
   return out;
 }
+
+/** A rule as kube-apiserver prints it in a refusal (Go's %#v of apiextensions.ValidationRule). */
+function renderedRule(rule: ValidationRule): string {
+  const pointer = (type: string, set: boolean): string =>
+    set ? `(*${type})(0xc000000000)` : `(*${type})(nil)`;
+  return (
+    `apiextensions.ValidationRule{Rule:${JSON.stringify(rule.rule)}, ` +
+    `Message:${JSON.stringify(rule.message ?? '')}, ` +
+    `MessageExpression:${JSON.stringify(rule.messageExpression ?? '')}, ` +
+    `Reason:${pointer('apiextensions.FieldValueErrorReason', rule.reason !== undefined)}, ` +
+    `FieldPath:${JSON.stringify(rule.fieldPath ?? '')}, ` +
+    `OptionalOldSelf:${pointer('bool', rule.optionalOldSelf !== undefined)}}`
+  );
+}
+
+/**
+ * The refusals of a CRD whose rules do not compile, as the real server refuses the CRD itself
+ * (rather than every later write of its objects): `path` is the schema's field path, such as
+ * `spec.versions[0].schema.openAPIV3Schema`.
+ */
+export function ruleCompileErrors(schema: JsonSchema, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const visit = (node: RuleSchema | undefined, at: string): void => {
+    if (node === undefined) return;
+    (node['x-kubernetes-validations'] ?? []).forEach((rule, i) => {
+      const here = `${at}.x-kubernetes-validations[${i}]`;
+      const compiled = compileExpression(rule.rule);
+      if (typeof compiled === 'string')
+        errors.push(
+          fieldErrors.invalidRendered(
+            `${here}.rule`,
+            renderedRule(rule),
+            `compilation failed: ${compiled}`,
+          ),
+        );
+      if (rule.messageExpression !== undefined && rule.messageExpression !== '') {
+        const message = compileExpression(rule.messageExpression);
+        if (typeof message === 'string')
+          errors.push(
+            fieldErrors.invalidRendered(
+              `${here}.messageExpression`,
+              renderedRule(rule),
+              `messageExpression compilation failed: ${message}`,
+            ),
+          );
+      }
+    });
+    for (const [name, child] of Object.entries(node.properties ?? {}))
+      visit(child, `${at}.properties[${name}]`);
+    visit(node.items, `${at}.items`);
+    if (isObject(node.additionalProperties))
+      visit(node.additionalProperties, `${at}.additionalProperties`);
+    (node.allOf ?? []).forEach((entry, i) => visit(entry, `${at}.allOf[${i}]`));
+  };
+  visit(schema, path);
+  return errors;
+}
