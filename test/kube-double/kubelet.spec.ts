@@ -133,6 +133,27 @@ describe(`${KubeApiServer.name} Job controller and kubelet`, () => {
     return core.readNamespacedPodLog({ namespace: NS, name: pod?.metadata?.name ?? '' });
   };
 
+  it('prints at a slow linesPerSecond as slowly as asked: line i at least i/rate after the first', async () => {
+    server.kubelet.script(KANIKO, { lines: ['a', 'b', 'c', 'd'], linesPerSecond: 4 });
+    await batch.createNamespacedJob({ namespace: NS, body: jobBody('slow') });
+    await untilCondition('slow', 'Complete');
+    const [pod] = await podsOf('slow');
+    const log = await core.readNamespacedPodLog({
+      namespace: NS,
+      name: pod?.metadata?.name ?? '',
+      timestamps: true,
+    });
+    const times = log
+      .trim()
+      .split('\n')
+      .map((line) => Date.parse(line.slice(0, line.indexOf(' '))));
+    expect(times).toHaveLength(4);
+    // A lower bound only (a loaded machine prints later, never sooner); 5 ms for rounding.
+    times.forEach((time, i) =>
+      expect({ i, after: time - times[0]! >= i * 250 - 5 }).toEqual({ i, after: true }),
+    );
+  });
+
   it('logs a CRLF line end without its CR, as containerd does, and keeps any other CR', async () => {
     server.kubelet.script(KANIKO, {
       lines: ['dos\r', 'crlf\r\nlines', '10%\r20%\r30%', 'twice\r\r'],

@@ -37,7 +37,10 @@ export interface ContainerScript {
    * `logLines` says, line by line, as if each line had been its own string.
    */
   lines?: number | string[];
-  /** Print rate (default 2000 lines/s). Lines due in the same 5 ms tick are written together. */
+  /**
+   * Print rate (default 2000 lines/s), slow rates included: line i is printed i/rate seconds after
+   * the first. Lines due in the same 5 ms tick are written together.
+   */
   linesPerSecond?: number;
   /** Lines per write: lines of one write share one nanosecond timestamp (default 1). */
   linesPerWrite?: number;
@@ -668,7 +671,8 @@ export class FakeKubelet {
         const due = Math.min(
           lines.length,
           evictAfter ?? lines.length,
-          Math.max(written + 1, Math.floor(((Date.now() - begin) * rate) / 1000)),
+          // Line i (from 0) is due i/rate seconds after the start: the first at once.
+          Math.floor(((Date.now() - begin) * rate) / 1000) + 1,
         );
         const dueWhole = Math.min(
           evictAfter ?? lines.length,
@@ -680,7 +684,12 @@ export class FakeKubelet {
           log(lines.slice(written, end));
           written = end;
         }
-        if (written < lines.length) await this.sleep(run, Math.max(5, Math.min(50, 1000 / rate)));
+        // Until the next line is due (at most 50 ms, so a kill is seen soon), never a busy loop.
+        if (written < lines.length)
+          await this.sleep(
+            run,
+            Math.max(5, Math.min(50, begin + (written * 1000) / rate - Date.now())),
+          );
       }
       if (evictAfter !== undefined) {
         this.kill(run, 'evicted', message ?? DEFAULT_EVICTION_MESSAGE);
