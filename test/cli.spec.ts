@@ -9,6 +9,10 @@ import { startTestApp } from './support/test-app.js';
 
 const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln.js');
 
+// Every `kiln` command is a Node process that boots the application (about 2.5 s on 2 idle cores);
+// a test runs up to a dozen of them in turn, more than jest's 30 s on a loaded machine.
+jest.setTimeout(180_000);
+
 describe('the kiln admin CLI', () => {
   let database: TestDatabase;
 
