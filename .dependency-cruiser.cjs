@@ -35,6 +35,10 @@ const FLOORS = {
     may: ['common', 'config', 'database', 'manifest'],
     why: 'owns the build state machine; log stores, runners and the operator drive it',
   },
+  admission: {
+    may: ['common', 'config', 'database'],
+    why: 'decides which started builds run (limits, fair share); runners and the operator ask it',
+  },
   logs: {
     may: ['common', 'config', 'database', 'lifecycle', 'manifest'],
     why: 'is the log store; its HTTP and WebSocket transport (log-stream) sits above it',

@@ -58,6 +58,7 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
     it('reports exactly the deliberate violations and lets the allowed imports through', () => {
       expect(violations(report, FIXTURE)).toEqual(
         [
+          'floor-admission: admission/breaks-floor.ts → builds/ok.ts',
           'floor-artifacts-http: artifacts-http/breaks-floor.ts → builds/ok.ts',
           'floor-artifacts: artifacts/breaks-floor.ts → builds/ok.ts',
           'floor-auth: auth/breaks-floor.ts → builds/ok.ts',

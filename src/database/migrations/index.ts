@@ -16,6 +16,7 @@ import { AccessNotifications1764892800000 } from './1764892800000-access-notific
 import { BuildLogPurges1764979200000 } from './1764979200000-build-log-purges.js';
 import { SpecDigest1765065600000 } from './1765065600000-spec-digest.js';
 import { UrlCredentials1765152000000 } from './1765152000000-url-credentials.js';
+import { Admission1765238400000 } from './1765238400000-admission.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -39,4 +40,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   BuildLogPurges1764979200000,
   SpecDigest1765065600000,
   UrlCredentials1765152000000,
+  Admission1765238400000,
 ];
