@@ -26,59 +26,53 @@ export interface KubectlRun {
   stderr: string;
 }
 
+/** One of the tools, run asynchronously (a double in this process must keep serving). */
+function run(
+  tool: string,
+  args: string[],
+  options: { timeout: number; maxBuffer?: number; env: NodeJS.ProcessEnv },
+): Promise<KubectlRun> {
+  requireKubeTools();
+  return new Promise((resolve) => {
+    execFile(tool, args, options, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
 /**
- * kubectl with a kubeconfig, run asynchronously (a double in this process must keep serving),
- * with `dir` as its HOME and cache directory so nothing of the user's is read or written.
+ * kubectl with a kubeconfig, with `dir` as its HOME and cache directory so nothing of the user's
+ * is read or written.
  */
 export const kubectlWith = (
   kubeconfig: string,
   dir: string,
   ...args: string[]
-): Promise<KubectlRun> => {
-  requireKubeTools();
-  return new Promise((resolve) => {
-    execFile(
-      KUBECTL,
-      [
-        '--kubeconfig',
-        kubeconfig,
-        '--cache-dir',
-        join(dir, 'cache'),
-        '--request-timeout',
-        '10s',
-        ...args,
-      ],
-      { timeout: 15_000, env: { ...process.env, HOME: dir } },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-};
+): Promise<KubectlRun> =>
+  run(
+    KUBECTL,
+    [
+      '--kubeconfig',
+      kubeconfig,
+      '--cache-dir',
+      join(dir, 'cache'),
+      '--request-timeout',
+      '10s',
+      ...args,
+    ],
+    { timeout: 15_000, env: { ...process.env, HOME: dir } },
+  );
 
 /** helm with a kubeconfig, its HOME and caches in `dir`, like kubectlWith. */
-export const helmWith = (
-  kubeconfig: string,
-  dir: string,
-  ...args: string[]
-): Promise<KubectlRun> => {
-  requireKubeTools();
-  return new Promise((resolve) => {
-    execFile(
-      HELM,
-      ['--kubeconfig', kubeconfig, ...args],
-      {
-        timeout: 120_000,
-        maxBuffer: 64 * 1024 * 1024,
-        env: {
-          ...process.env,
-          HOME: dir,
-          HELM_CACHE_HOME: join(dir, 'helm', 'cache'),
-          HELM_CONFIG_HOME: join(dir, 'helm', 'config'),
-          HELM_DATA_HOME: join(dir, 'helm', 'data'),
-        },
-      },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
+export const helmWith = (kubeconfig: string, dir: string, ...args: string[]): Promise<KubectlRun> =>
+  run(HELM, ['--kubeconfig', kubeconfig, ...args], {
+    timeout: 120_000,
+    maxBuffer: 64 * 1024 * 1024,
+    env: {
+      ...process.env,
+      HOME: dir,
+      HELM_CACHE_HOME: join(dir, 'helm', 'cache'),
+      HELM_CONFIG_HOME: join(dir, 'helm', 'config'),
+      HELM_DATA_HOME: join(dir, 'helm', 'data'),
+    },
   });
-};
