@@ -36,7 +36,7 @@ const FLOORS = {
     why: 'owns the build state machine; log stores, runners and the operator drive it',
   },
   admission: {
-    may: ['common', 'config', 'database'],
+    may: ['common', 'config', 'database', 'lifecycle', 'logs', 'manifest'],
     why: 'decides which started builds run (limits, fair share); runners and the operator ask it',
   },
   logs: {
@@ -57,6 +57,7 @@ const FLOORS = {
   },
   operator: {
     may: [
+      'admission',
       'artifacts',
       'build-methods',
       'cluster',
@@ -74,6 +75,7 @@ const FLOORS = {
   },
   runners: {
     may: [
+      'admission',
       'artifacts',
       'build-methods',
       'common',
@@ -101,6 +103,7 @@ const FLOORS = {
   },
   builds: {
     may: [
+      'admission',
       'auth',
       'build-methods',
       'common',
@@ -125,7 +128,7 @@ const FLOORS = {
   'console-host': { may: ['common', 'config'], why: 'serves the web console' },
   // A second entry point: it may compose what main.ts composes (not main.ts itself).
   cli: {
-    may: ['auth', 'common', 'config', 'database', 'integrations', 'projects'],
+    may: ['admission', 'auth', 'common', 'config', 'database', 'integrations', 'projects'],
     why: 'administers kiln through its services',
   },
 };

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { Client } from 'pg';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { auditCredentials } from './support/credential-audit.js';
@@ -301,6 +302,40 @@ describe('the kiln admin CLI', () => {
       project_id: set.project_id,
       git_credentials: false,
     });
+  });
+
+  it("shows and sets a tenant's weight and limit in admission, and refuses bad values changing nothing", async () => {
+    const { id } = json(['tenant', 'create', 'fair-co']);
+    const args = ['tenant', 'admission', '--tenant', 'fair-co'];
+
+    expect(json(args)).toEqual({ tenant_id: id, weight: 1, max_running: null });
+    expect(json([...args, '--weight', '3', '--max-running', '5'])).toEqual({
+      tenant_id: id,
+      weight: 3,
+      max_running: 5,
+    });
+    const refused = kiln([...args, '--weight', '0']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/weight: an integer from 1 to 1000/);
+    expect(kiln([...args, '--max-running', 'lots']).status).toBe(1);
+    expect(kiln(args).stdout).toBe('tenant fair-co: weight 3, running builds at most 5\n');
+    expect(json([...args, '--max-running', 'default'])).toEqual({
+      tenant_id: id,
+      weight: 3,
+      max_running: null,
+    });
+    // What every admission pass reads.
+    const client = new Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        'SELECT weight, max_running FROM tenant_admission_settings WHERE tenant_id = $1',
+        [id],
+      );
+      expect(rows).toEqual([{ weight: 3, max_running: null }]);
+    } finally {
+      await client.end();
+    }
   });
 
   it('refuses a short password read from stdin', () => {

@@ -306,7 +306,7 @@ describe('the local runner (real buildah, real registry)', () => {
       await single.close();
     });
 
-    it('makes a second started build wait, in progress at 0 with a log line saying so, until the first ends', async () => {
+    it('makes a second started build wait, in progress with its place in the queue and a log line saying so, until the first ends', async () => {
       const first = await client.createBuild(projectId, 'slow');
       await client.request('POST', `/builds/${first.id}/start`);
       const second = await client.createBuild(projectId, 'main');
@@ -322,11 +322,15 @@ describe('the local runner (real buildah, real registry)', () => {
         logs = await logsOfSecond();
       }
       const waiting = await jsonOf(await client.request('GET', `/builds/${second.id}/status`));
+      // KILN_LOCAL_MAX_PARALLEL is the installation's limit with the local runner.
       expect(waiting).toMatchObject({
         status: 'in_progress',
-        progress: { current_step: 0, percentage: 0 },
+        progress: null,
+        queue: { position: 1, reason: 'InstallationLimit' },
       });
-      expect(logs).toEqual([expect.stringContaining('waiting for a free local build slot')]);
+      expect(logs).toEqual([
+        '[kiln] waiting to run: all 1 build slots of this installation are in use (1st in line)',
+      ]);
 
       await client.request('POST', `/builds/${first.id}/cancel`);
       const deadline = Date.now() + 60_000;

@@ -8,12 +8,46 @@ export interface AdmittedBuild {
   readonly projectId: string;
   readonly queuedAt: Date;
   readonly admittedAt: Date;
+  /** What it waited for when a pass saw it waiting (null: admitted by the pass after its start). */
+  readonly waitedFor: string | null;
 }
 
 export interface WaitingPlace {
   /** 1-based, across the installation, in the order admission takes the waiting builds now. */
   readonly position: number;
   readonly reason: WaitReason;
+}
+
+/** A waiting build as `places` answers it: its place, and the counts its reason is told with. */
+export interface QueuePlaceRow extends WaitingPlace {
+  /** Builds running in the installation, in the build's tenant and in its project. */
+  readonly runningTotal: number;
+  readonly tenantRunning: number;
+  /** The tenant's own limit, else the default (null: none). */
+  readonly tenantMax: number | null;
+  readonly projectRunning: number;
+  /** 1-based, among the waiting builds of its tenant, and of its project, first started first. */
+  readonly tenantRank: number;
+  readonly projectRank: number;
+  readonly queuedAt: Date;
+}
+
+/** A waiting build whose reason changed (`before` null: it has just begun to wait). */
+export interface ReasonChange {
+  readonly buildId: string;
+  readonly before: string | null;
+  readonly reason: WaitReason;
+  readonly position: number;
+}
+
+/** A build's row in build_admissions. */
+export interface AdmissionState {
+  readonly queuedAt: Date;
+  readonly admittedAt: Date | null;
+  readonly releasedAt: Date | null;
+  /** What it waits for now (admission's reason, or the cluster's once admitted); null: nothing. */
+  readonly reason: string | null;
+  readonly message: string | null;
 }
 
 /** What a release ended: a run (its slot is free), a wait (it held nothing), or nothing. */
@@ -45,7 +79,7 @@ const QUEUE = `
      GROUP BY tenant_id, project_id
   ),
   queue AS (
-    SELECT a.build_id, a.tenant_id, a.project_id, a.seq,
+    SELECT a.build_id, a.tenant_id, a.project_id, a.seq, coalesce(r.n, 0) AS project_running,
            coalesce(r.n, 0) + row_number() OVER (PARTITION BY a.tenant_id, a.project_id
                                                  ORDER BY a.seq) AS project_slot,
            row_number() OVER (PARTITION BY a.tenant_id ORDER BY a.seq) AS tenant_rank
@@ -82,7 +116,9 @@ const QUEUE = `
       FROM slots s
   ),
   places AS (
-    SELECT h.build_id, h.held_by,
+    SELECT h.build_id, h.held_by, h.running AS tenant_running, h.max_running AS tenant_max,
+           h.project_running, h.tenant_rank::int, (h.project_slot - h.project_running)::int
+             AS project_rank,
            row_number() OVER (ORDER BY h.held_by IS NOT NULL,
                                        CASE WHEN h.held_by IS NULL
                                             THEN (h.tenant_slot - 1)::float8 / h.weight
@@ -97,12 +133,19 @@ const QUEUE = `
     SELECT $3::int - coalesce(sum(n), 0)::int AS slots FROM running
   )`;
 
+/** Ends the wait or run of every build that is no longer in_progress. */
+const SWEEP = `
+  UPDATE build_admissions a SET released_at = statement_timestamp()
+    FROM builds b
+   WHERE b.id = a.build_id AND a.released_at IS NULL AND b.status <> 'in_progress'`;
+
 interface AdmittedRow {
   build_id: string;
   tenant_id: string;
   project_id: string;
   queued_at: Date;
   admitted_at: Date;
+  before: string | null;
 }
 
 /**
@@ -115,13 +158,34 @@ export class AdmissionStore {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * Records that a started build waits (its tenant and project read from the build). Answers
-   * false when it changed nothing: the build was recorded before, or does not exist.
+   * Records that a started (in_progress) build waits, from when it was started (its tenant and
+   * project read from the build). A build started again after its start was taken back (the
+   * runner was away) waits again, in its old place. Answers false when it changed nothing: the
+   * build waits or ran already, is not in_progress, or does not exist.
    */
   async enqueue(buildId: string): Promise<boolean> {
     const rows = await this.dataSource.query<unknown[]>(
-      `INSERT INTO build_admissions (build_id, tenant_id, project_id)
-       SELECT id, tenant_id, project_id FROM builds WHERE id = $1
+      `INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at)
+       SELECT id, tenant_id, project_id, coalesce(started_at, now()) FROM builds
+        WHERE id = $1 AND status = 'in_progress'
+       ON CONFLICT (build_id) DO UPDATE
+          SET queued_at = EXCLUDED.queued_at, released_at = NULL, reason = NULL, message = NULL
+        WHERE build_admissions.admitted_at IS NULL AND build_admissions.released_at IS NOT NULL
+       RETURNING build_id`,
+      [buildId],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Records a started build that runs already as admitted (now), unless admission knows it:
+   * its slot is counted until it ends. Answers false when it changed nothing.
+   */
+  async adopt(buildId: string): Promise<boolean> {
+    const rows = await this.dataSource.query<unknown[]>(
+      `INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at, admitted_at)
+       SELECT id, tenant_id, project_id, coalesce(started_at, now()), statement_timestamp()
+         FROM builds WHERE id = $1 AND status = 'in_progress'
        ON CONFLICT (build_id) DO NOTHING
        RETURNING build_id`,
       [buildId],
@@ -141,16 +205,19 @@ export class AdmissionStore {
       return manager.query<AdmittedRow[]>(
         `WITH ${QUEUE},
          chosen AS (
-           SELECT p.build_id, p.position FROM places p, free
+           SELECT p.build_id, p.position, b.reason AS before FROM places p
+             CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id
             WHERE p.held_by IS NULL AND (free.slots IS NULL OR p.position <= free.slots)
          ),
          admitted AS (
-           UPDATE build_admissions a SET admitted_at = statement_timestamp()
+           UPDATE build_admissions a
+              SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
              FROM chosen c
             WHERE a.build_id = c.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
-           RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position
+           RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position,
+                     c.before
          )
-         SELECT build_id, tenant_id, project_id, queued_at, admitted_at
+         SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
            FROM admitted ORDER BY position`,
         [
           limits.tenantMaxRunning ?? null,
@@ -165,6 +232,7 @@ export class AdmissionStore {
       projectId: row.project_id,
       queuedAt: row.queued_at,
       admittedAt: row.admitted_at,
+      waitedFor: row.before,
     }));
   }
 
@@ -206,5 +274,222 @@ export class AdmissionStore {
       row.held_by ??
       (row.slots === null || row.position <= row.slots ? 'Admissible' : 'InstallationLimit');
     return { position: row.position, reason };
+  }
+
+  /**
+   * Ends the wait or run of every build that is no longer in_progress, whether or not whoever
+   * ended it (a cancel, a failure, a process that died between the two writes) said so: no slot
+   * leaks. Answers how many it ended. Takes no lock: it only frees.
+   */
+  async sweep(): Promise<number> {
+    const [, count] = await this.dataSource.query<[unknown[], number]>(SWEEP);
+    return count;
+  }
+
+  /** Where each of `buildIds` stands now under `limits`; a build that does not wait is absent. */
+  async places(
+    buildIds: readonly string[],
+    limits: AdmissionLimits,
+  ): Promise<Map<string, QueuePlaceRow>> {
+    const places = new Map<string, QueuePlaceRow>();
+    if (buildIds.length === 0) return places;
+    const rows = await this.dataSource.query<
+      Array<{
+        build_id: string;
+        position: number;
+        held_by: WaitReason | null;
+        slots: number | null;
+        running_total: number;
+        tenant_running: number;
+        tenant_max: number | null;
+        project_running: number;
+        tenant_rank: number;
+        project_rank: number;
+        queued_at: Date;
+      }>
+    >(
+      `WITH ${QUEUE}
+       SELECT p.build_id, p.position, p.held_by, free.slots, p.tenant_running, p.tenant_max,
+              p.project_running, p.tenant_rank, p.project_rank, a.queued_at,
+              (SELECT coalesce(sum(n), 0)::int FROM running) AS running_total
+         FROM places p CROSS JOIN free JOIN build_admissions a ON a.build_id = p.build_id
+        WHERE p.build_id = ANY($4::uuid[])`,
+      [
+        limits.tenantMaxRunning ?? null,
+        limits.projectMaxRunning ?? null,
+        limits.maxRunning ?? null,
+        buildIds,
+      ],
+    );
+    for (const row of rows) {
+      places.set(row.build_id, {
+        position: row.position,
+        reason:
+          row.held_by ??
+          (row.slots === null || row.position <= row.slots ? 'Admissible' : 'InstallationLimit'),
+        runningTotal: row.running_total,
+        tenantRunning: row.tenant_running,
+        tenantMax: row.tenant_max,
+        projectRunning: row.project_running,
+        tenantRank: row.tenant_rank,
+        projectRank: row.project_rank,
+        queuedAt: row.queued_at,
+      });
+    }
+    return places;
+  }
+
+  /**
+   * Writes what every waiting build waits for now (`reason`), under the admission lock so that no
+   * pass admits in between, and answers the builds whose reason changed, with where they stand.
+   * A first reason is the start of a wait.
+   */
+  async refreshReasons(limits: AdmissionLimits): Promise<ReasonChange[]> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(ADMISSION_LOCK);
+      const rows = await manager.query<
+        Array<{ build_id: string; before: string | null; reason: WaitReason; position: number }>
+      >(
+        `WITH ${QUEUE},
+         now_waiting AS (
+           SELECT p.build_id, p.position,
+                  coalesce(p.held_by,
+                           CASE WHEN free.slots IS NULL OR p.position <= free.slots
+                                THEN 'Admissible' ELSE 'InstallationLimit' END) AS reason
+             FROM places p, free
+         ),
+         changed AS (
+           SELECT n.build_id, n.position, n.reason, a.reason AS before
+             FROM now_waiting n JOIN build_admissions a ON a.build_id = n.build_id
+            WHERE a.reason IS DISTINCT FROM n.reason
+         ),
+         written AS (
+           UPDATE build_admissions a SET reason = c.reason, message = NULL
+             FROM changed c WHERE a.build_id = c.build_id
+           RETURNING a.build_id
+         )
+         SELECT c.build_id, c.before, c.reason, c.position FROM changed c ORDER BY c.position`,
+        [
+          limits.tenantMaxRunning ?? null,
+          limits.projectMaxRunning ?? null,
+          limits.maxRunning ?? null,
+        ],
+      );
+      return rows.map((row) => ({
+        buildId: row.build_id,
+        before: row.before,
+        reason: row.reason,
+        position: row.position,
+      }));
+    });
+  }
+
+  /**
+   * Sets what an admitted build waits for in the cluster (its pod not yet running: a quota, the
+   * scheduler, an image), or clears it (undefined). Answers true when that changed anything.
+   */
+  async setClusterReason(
+    buildId: string,
+    wait: { reason: string; message: string } | undefined,
+  ): Promise<boolean> {
+    const [, count] = await this.dataSource.query<[unknown[], number]>(
+      `UPDATE build_admissions SET reason = $2, message = $3
+        WHERE build_id = $1 AND admitted_at IS NOT NULL AND released_at IS NULL
+          AND (reason IS DISTINCT FROM $2 OR message IS DISTINCT FROM $3)`,
+      [buildId, wait?.reason ?? null, wait?.message ?? null],
+    );
+    return count > 0;
+  }
+
+  /** What admission knows of each of `buildIds`; a build never enqueued is absent. */
+  async states(buildIds: readonly string[]): Promise<Map<string, AdmissionState>> {
+    const states = new Map<string, AdmissionState>();
+    if (buildIds.length === 0) return states;
+    const rows = await this.dataSource.query<
+      Array<{
+        build_id: string;
+        queued_at: Date;
+        admitted_at: Date | null;
+        released_at: Date | null;
+        reason: string | null;
+        message: string | null;
+      }>
+    >(
+      `SELECT build_id, queued_at, admitted_at, released_at, reason, message
+         FROM build_admissions WHERE build_id = ANY($1::uuid[])`,
+      [buildIds],
+    );
+    for (const row of rows) {
+      states.set(row.build_id, {
+        queuedAt: row.queued_at,
+        admittedAt: row.admitted_at,
+        releasedAt: row.released_at,
+        reason: row.reason,
+        message: row.message,
+      });
+    }
+    return states;
+  }
+
+  /** How many builds of the tenant wait to be admitted. */
+  async waitingOfTenant(tenantId: string): Promise<number> {
+    const [{ n }] = await this.dataSource.query<[{ n: number }]>(
+      `SELECT count(*)::int AS n FROM build_admissions
+        WHERE tenant_id = $1 AND admitted_at IS NULL AND released_at IS NULL`,
+      [tenantId],
+    );
+    return n;
+  }
+
+  /** Builds that have waited since before `before`, oldest first, with what they wait for. */
+  async waitingSince(
+    before: Date,
+    limit = 100,
+  ): Promise<Array<{ buildId: string; queuedAt: Date; reason: string | null }>> {
+    const rows = await this.dataSource.query<
+      Array<{ build_id: string; queued_at: Date; reason: string | null }>
+    >(
+      `SELECT build_id, queued_at, reason FROM build_admissions
+        WHERE admitted_at IS NULL AND released_at IS NULL AND queued_at < $1
+        ORDER BY queued_at LIMIT $2`,
+      [before, limit],
+    );
+    return rows.map((row) => ({
+      buildId: row.build_id,
+      queuedAt: row.queued_at,
+      reason: row.reason,
+    }));
+  }
+
+  /**
+   * What the estimate of a start reads: how long each running build has run (ms, longest first)
+   * and the median run of the last `sample` builds that ran to their end (undefined: none yet).
+   */
+  async outlook(
+    scope: { tenantId?: string; projectId?: string } = {},
+    sample = 50,
+  ): Promise<{ runningMs: number[]; medianRunMs: number | undefined }> {
+    const [running, median] = await Promise.all([
+      this.dataSource.query<Array<{ ms: number }>>(
+        `SELECT (extract(epoch FROM statement_timestamp() - admitted_at) * 1000)::float8 AS ms
+           FROM build_admissions
+          WHERE admitted_at IS NOT NULL AND released_at IS NULL
+            AND ($1::uuid IS NULL OR tenant_id = $1) AND ($2::uuid IS NULL OR project_id = $2)
+          ORDER BY admitted_at`,
+        [scope.tenantId ?? null, scope.projectId ?? null],
+      ),
+      this.dataSource.query<Array<{ ms: number | null }>>(
+        `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS ms FROM (
+           SELECT extract(epoch FROM released_at - admitted_at) * 1000 AS ms
+             FROM build_admissions
+            WHERE admitted_at IS NOT NULL AND released_at IS NOT NULL
+            ORDER BY released_at DESC LIMIT $1) recent`,
+        [sample],
+      ),
+    ]);
+    return {
+      runningMs: running.map((row) => row.ms),
+      medianRunMs: median[0]?.ms ?? undefined,
+    };
   }
 }

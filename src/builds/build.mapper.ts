@@ -1,5 +1,11 @@
+import type { QueueView } from '../admission/admission.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
-import type { BuildDto, BuildStatusDto, BuildSummaryDto } from './dto/build-response.dto.js';
+import type {
+  BuildDto,
+  BuildQueueDto,
+  BuildStatusDto,
+  BuildSummaryDto,
+} from './dto/build-response.dto.js';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
 
@@ -15,7 +21,7 @@ export function toBuildSummary(build: BuildEntity): BuildSummaryDto {
   };
 }
 
-export function toBuildResponse(build: BuildEntity): BuildDto {
+export function toBuildResponse(build: BuildEntity, queue?: QueueView): BuildDto {
   return {
     id: build.id,
     project_id: build.projectId,
@@ -33,16 +39,28 @@ export function toBuildResponse(build: BuildEntity): BuildDto {
     image_digest: build.imageDigest,
     images: [...build.images],
     failure_reason: build.failureReason,
+    ...(queue === undefined ? {} : { queue: toQueue(queue) }),
+  };
+}
+
+function toQueue(queue: QueueView): BuildQueueDto {
+  return {
+    position: queue.position,
+    reason: queue.reason,
+    message: queue.message,
+    estimated_start: iso(queue.estimatedStart),
   };
 }
 
 /**
  * A build's status. Progress comes from the runner's step counts (null until it reports them); the
- * estimate is start + the median run time of the project's recent successful builds.
+ * estimate is start + the median run time of the project's recent successful builds, and for a
+ * build that waits to run, its estimated start + that median.
  */
 export function toBuildStatus(
   build: BuildEntity,
   medianDurationMs: number | undefined,
+  queue?: QueueView,
 ): BuildStatusDto {
   const total = build.progressTotal;
   const current = build.progressCurrent ?? 0;
@@ -55,7 +73,13 @@ export function toBuildStatus(
           percentage: total === 0 ? 0 : Math.min(100, Math.round((current / total) * 1000) / 10),
         };
   let estimated: string | null = null;
-  if (
+  if (queue !== undefined) {
+    const start = queue.estimatedStart;
+    estimated =
+      start === null || medianDurationMs === undefined
+        ? null
+        : new Date(start.getTime() + medianDurationMs).toISOString();
+  } else if (
     build.status === 'in_progress' &&
     build.startedAt !== null &&
     medianDurationMs !== undefined
@@ -71,6 +95,7 @@ export function toBuildStatus(
     started_at: iso(build.startedAt),
     estimated_completion: estimated,
     error: build.errorMessage,
+    ...(queue === undefined ? {} : { queue: toQueue(queue) }),
   };
 }
 

@@ -23,6 +23,7 @@ import type { Response } from 'express';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
+import type { BuildEntity } from '../lifecycle/build.entity.js';
 import {
   toBuildResponse,
   toBuildStatus,
@@ -117,8 +118,9 @@ export class BuildsController {
     @Query() query: ListBuildsQueryDto,
   ): Promise<BuildListDto> {
     const { builds, total, hasMore } = await this.builds.list(tenant, query);
+    const queues = await this.builds.queues(builds);
     return {
-      builds: builds.map(toBuildResponse),
+      builds: builds.map((build) => toBuildResponse(build, queues.get(build.id))),
       total_count: total,
       page: query.page,
       limit: query.limit,
@@ -137,7 +139,7 @@ export class BuildsController {
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
   ): Promise<BuildDto> {
-    return toBuildResponse(await this.builds.get(tenant, id));
+    return this.withQueue(await this.builds.get(tenant, id));
   }
 
   @Delete(':id')
@@ -165,19 +167,22 @@ export class BuildsController {
   @ApiOperation({
     summary: 'Start a queued build',
     description:
-      'Moves a `queued` build to `in_progress` and hands it to the runner (`build:create`). 409 when the build is not queued; 503 when the runner cannot be reached (the build stays queued).',
+      'Moves a `queued` build to `in_progress` and hands it to the runner (`build:create`); it runs once admitted (the installation, tenant and project limits on running builds), and `queue` says where it stands meanwhile. 409 when the build is not queued; 429 also when the tenant already has KILN_TENANT_MAX_QUEUED builds waiting to run; 503 when the runner cannot be reached (the build stays queued).',
   })
   @ApiErrors(
     200,
     { type: BuildDto, description: 'The build, in_progress' },
     [400, 401, 403, 404, 409, 429],
-    { 409: 'The build is not queued' },
+    {
+      409: 'The build is not queued',
+      429: 'Rate limited, or the tenant already has KILN_TENANT_MAX_QUEUED builds waiting to run: wait until X-RateLimit-Reset; Retry-After gives the delay',
+    },
   )
   async start(
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
   ): Promise<BuildDto> {
-    return toBuildResponse(await this.builds.start(tenant, id));
+    return this.withQueue(await this.builds.start(tenant, id));
   }
 
   @Post(':id/cancel')
@@ -240,7 +245,13 @@ export class BuildsController {
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
   ): Promise<BuildStatusDto> {
-    const { build, medianDurationMs } = await this.builds.status(tenant, id);
-    return toBuildStatus(build, medianDurationMs);
+    const { build, medianDurationMs, queue } = await this.builds.status(tenant, id);
+    return toBuildStatus(build, medianDurationMs, queue);
+  }
+
+  /** The build, with where it stands if it waits to run. */
+  private async withQueue(build: BuildEntity): Promise<BuildDto> {
+    const queues = await this.builds.queues([build]);
+    return toBuildResponse(build, queues.get(build.id));
   }
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AdmissionModule } from '../admission/admission.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { ProjectsModule } from '../projects/projects.module.js';
 import { BuildsController } from './builds.controller.js';
@@ -9,7 +10,7 @@ import { BuildsService } from './builds.service.js';
  * it: the role's composition binds one (RunnersModule.forRoot in app.module.ts).
  */
 @Module({
-  imports: [LifecycleModule, ProjectsModule],
+  imports: [AdmissionModule, LifecycleModule, ProjectsModule],
   controllers: [BuildsController],
   providers: [BuildsService],
 })

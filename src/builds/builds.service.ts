@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
+import { Admission, type QueueView } from '../admission/admission.js';
 import type { TenantContext } from '../auth/tenant-context.js';
 import {
   type SpecContext,
@@ -39,6 +40,7 @@ export class BuildsService {
     private readonly projects: ProjectsRepository,
     private readonly config: KilnConfig,
     private readonly sealer: SecretSealer,
+    private readonly admission: Admission,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -124,6 +126,8 @@ export class BuildsService {
    * unreachable leaves the build queued again and the caller gets the 503.
    */
   async start(tenant: TenantContext, id: string): Promise<BuildEntity> {
+    // A start past the tenant's room to wait is refused before it changes anything (429).
+    await this.admission.checkRoom(tenant.tenantId);
     const build = await this.lifecycle.start(tenant.tenantId, id);
     try {
       await this.runner.start(build);
@@ -195,13 +199,19 @@ export class BuildsService {
   async status(
     tenant: TenantContext,
     id: string,
-  ): Promise<{ build: BuildEntity; medianDurationMs: number | undefined }> {
+  ): Promise<{ build: BuildEntity; medianDurationMs: number | undefined; queue?: QueueView }> {
     const build = await this.lifecycle.get(tenant.tenantId, id);
-    const medianDurationMs =
-      build.status === 'in_progress'
-        ? await this.lifecycle.medianSuccessDurationMs(build.projectId)
-        : undefined;
-    return { build, medianDurationMs };
+    if (build.status !== 'in_progress') return { build, medianDurationMs: undefined };
+    const [medianDurationMs, queues] = await Promise.all([
+      this.lifecycle.medianSuccessDurationMs(build.projectId),
+      this.queues([build]),
+    ]);
+    return { build, medianDurationMs, queue: queues.get(build.id) };
+  }
+
+  /** What each started build of `builds` waits for, if it waits (the `queue` of its answer). */
+  queues(builds: readonly BuildEntity[]): Promise<Map<string, QueueView>> {
+    return this.admission.queueOf(builds.filter((build) => build.status === 'in_progress'));
   }
 
   /** Deletes a build that is not running, then what the runner keeps for it. */

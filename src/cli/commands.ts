@@ -1,3 +1,4 @@
+import type { TenantAdmissionSettings } from '../admission/tenant-settings.repository.js';
 import type { TenancyService } from '../auth/tenancy.service.js';
 import { InvalidRequestError, NotFoundError } from '../common/errors.js';
 import { withoutCredentialsDeep } from '../common/url-credentials.js';
@@ -14,6 +15,7 @@ export interface CommandServices {
   readonly tenancy: TenancyService;
   readonly projects: ProjectsService;
   readonly integrations: IntegrationsService;
+  readonly admission: TenantAdmissionSettings;
   readStdin(): Promise<string>;
   readFile(path: string): Promise<string>;
 }
@@ -202,9 +204,40 @@ async function integrationRemove({ noun, flags, services }: CommandInput): Promi
   };
 }
 
+/**
+ * `tenant admission --tenant <t> [--weight <n>] [--max-running <n>|default]`: shows, or changes,
+ * the tenant's weight in the fair share and its own limit on running builds.
+ */
+async function tenantAdmission({ flags, services }: CommandInput): Promise<CommandOutput> {
+  const tenant = await services.tenancy.resolveTenant(required(flags, 'tenant'));
+  const integer = (name: string): number | undefined => {
+    const value = flags[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || !/^\d+$/.test(value)) {
+      throw new InvalidRequestError(`--${name} must be a whole number`, { [name]: 'an integer' });
+    }
+    return Number(value);
+  };
+  const weight = integer('weight');
+  const maxRunning = flags['max-running'] === 'default' ? null : integer('max-running');
+  const settings =
+    weight === undefined && maxRunning === undefined
+      ? await services.admission.get(tenant.id)
+      : await services.admission.set(tenant.id, { weight, maxRunning });
+  const limit =
+    settings.maxRunning === null
+      ? 'the default (KILN_TENANT_MAX_RUNNING)'
+      : String(settings.maxRunning);
+  return {
+    text: `tenant ${tenant.name}: weight ${settings.weight}, running builds at most ${limit}`,
+    json: { tenant_id: tenant.id, weight: settings.weight, max_running: settings.maxRunning },
+  };
+}
+
 /** Every command, by `<noun> <verb>`. */
 const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map([
   ['tenant create', tenantCreate],
+  ['tenant admission', tenantAdmission],
   ['user create', userCreate],
   ['member add', memberAdd],
   ['member remove', memberRemove],

@@ -12,6 +12,7 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { openDatabase } from '../database/database.js';
 import { IntegrationsService } from '../integrations/integrations.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
+import { TenantAdmissionSettings } from '../admission/tenant-settings.repository.js';
 import { CliModule } from './cli.module.js';
 import { runCommand } from './commands.js';
 
@@ -20,6 +21,10 @@ const USAGE = `Usage: kiln <command> [options]
 Commands:
   migrate                                          Apply pending database migrations.
   tenant create <name>                             Create a tenant.
+  tenant admission --tenant <id|name> [--weight <n>] [--max-running <n>|default]
+                                                   Show or set the tenant's weight in the fair
+                                                   share of build slots and its own limit on
+                                                   running builds (docs/admission.md).
   user create --email <e-mail> --password-stdin    Create a user; the password is read from stdin.
   member add --tenant <id|name> --email <e-mail> --role <admin|developer|viewer>
                                                    Add a user to a tenant, or change their role.
@@ -75,6 +80,8 @@ async function main(argv: string[]): Promise<number> {
       username: { type: 'string' },
       password: { type: 'string' },
       clear: { type: 'boolean' },
+      weight: { type: 'string' },
+      'max-running': { type: 'string' },
     },
   });
   if (values.help === true || positionals.length === 0) {
@@ -111,6 +118,7 @@ async function main(argv: string[]): Promise<number> {
         tenancy: context.get(TenancyService),
         projects: context.get(ProjectsService),
         integrations: context.get(IntegrationsService),
+        admission: new TenantAdmissionSettings(database.dataSource),
         readStdin,
         readFile: (path) => readFile(path, 'utf8'),
       });

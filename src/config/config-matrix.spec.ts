@@ -53,6 +53,7 @@ const VALID: Readonly<Record<string, string>> = {
   KILN_OPERATOR_DRAIN_DEADLINE_SECONDS: '30',
   KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS: '600',
   KILN_OPERATOR_JOB_TTL_SECONDS: '0',
+  KILN_OPERATOR_UNSCHEDULABLE_SECONDS: '60',
   KILN_STEP_IMAGE: pinned('registry.example.com/kiln/kiln:1.2.3', 'a'),
   KILN_SNYK_TOKEN_SECRET: 'snyk-credentials/api-token',
   KILN_STEP_IMAGE_SYFT: pinned('registry.example.com/tools/syft:1', '1'),
@@ -115,6 +116,12 @@ const VALID: Readonly<Record<string, string>> = {
   KILN_BOOTSTRAP_ADMIN_PASSWORD: 'test-admin-password',
   KILN_EXTERNAL_TIMEOUT_MS: '2000',
   KILN_EXTERNAL_ATTEMPTS: '1',
+  KILN_MAX_RUNNING: '8',
+  KILN_TENANT_MAX_RUNNING: '3',
+  KILN_PROJECT_MAX_RUNNING: '0',
+  KILN_QUEUE_TTL_SECONDS: '3600',
+  KILN_TENANT_MAX_QUEUED: '50',
+  KILN_ADMISSION_POLL_MS: '250',
   KUBECONFIG: '<tmp>/kubeconfig',
   KUBERNETES_SERVICE_HOST: '10.96.0.1',
 };
@@ -158,6 +165,13 @@ const INTEGERS: ReadonlyArray<readonly [string, number, number]> = [
   ['KILN_LOGIN_WINDOW_SECONDS', 1, 86_400],
   ['KILN_EXTERNAL_TIMEOUT_MS', 100, 120_000],
   ['KILN_EXTERNAL_ATTEMPTS', 1, 10],
+  ['KILN_OPERATOR_UNSCHEDULABLE_SECONDS', 1, 86_400],
+  ['KILN_MAX_RUNNING', 0, 100_000],
+  ['KILN_TENANT_MAX_RUNNING', 0, 100_000],
+  ['KILN_PROJECT_MAX_RUNNING', 0, 100_000],
+  ['KILN_QUEUE_TTL_SECONDS', 1, 2_592_000],
+  ['KILN_TENANT_MAX_QUEUED', 0, 10_000_000],
+  ['KILN_ADMISSION_POLL_MS', 10, 60_000],
 ];
 
 /** One invalid value per variable that can be invalid, all at once: the order of the problems. */

@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { readAccessCache, readAuth, readLogin } from './auth.js';
 import { readBuildLimits, readBuildListing } from './builds.js';
 import { readDatabase } from './database.js';
+import { type AdmissionSettings, readAdmission } from './admission.js';
 import { readExternalCalls } from './external-calls.js';
 import { type JwtSecretSource, readKeys } from './keys.js';
 import { type KubeLocation, kubeLocation } from './kube.js';
@@ -48,6 +49,11 @@ export class KilnConfig {
   readonly operatorDrainDeadlineMs!: number;
   /** Operator: how long a builder image may fail to pull before ImagePullFailed. */
   readonly operatorImagePullTimeoutMs!: number;
+  /**
+   * How long a build's pod may stay unschedulable (no node fits it) before the build fails with
+   * Unschedulable (KILN_OPERATOR_UNSCHEDULABLE_SECONDS, default 15 min).
+   */
+  readonly operatorUnschedulableMs!: number;
   /** Operator: ttlSecondsAfterFinished set on a build's Job once its logs are stored. */
   readonly operatorJobTtlSeconds!: number;
   /**
@@ -63,6 +69,8 @@ export class KilnConfig {
    * (KILN_EXTERNAL_TIMEOUT_MS) and attempts in all (KILN_EXTERNAL_ATTEMPTS).
    */
   readonly externalCalls!: { readonly timeoutMs: number; readonly attempts: number };
+  /** Limits on running and waiting builds (docs/adr/0042-admission-in-postgres.md). */
+  readonly admission!: AdmissionSettings;
   readonly host!: string;
   readonly port!: number;
   /** Unset: kiln runs an embedded PostgreSQL under dataDir. */
@@ -194,6 +202,7 @@ export function loadConfig(
   const localRunner = readLocalRunner(read);
   const login = readLogin(read);
   const externalCalls = readExternalCalls(read);
+  const admission = readAdmission(read, runner, localRunner.localMaxParallel);
   read.check();
   return new KilnConfig({
     role,
@@ -213,5 +222,6 @@ export function loadConfig(
     ...localRunner,
     ...login,
     ...externalCalls,
+    ...admission,
   });
 }

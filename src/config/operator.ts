@@ -47,6 +47,8 @@ export function readOperator(read: EnvReader) {
     read.integer('KILN_OPERATOR_DRAIN_DEADLINE_SECONDS', 120, 1, 3600) * 1000;
   const operatorImagePullTimeoutMs =
     read.integer('KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1, 3600) * 1000;
+  const operatorUnschedulableMs =
+    read.integer('KILN_OPERATOR_UNSCHEDULABLE_SECONDS', 900, 1, 24 * 3600) * 1000;
   const operatorJobTtlSeconds = read.integer(
     'KILN_OPERATOR_JOB_TTL_SECONDS',
     3600,
@@ -65,6 +67,7 @@ export function readOperator(read: EnvReader) {
     buildUserNamespaces,
     operatorDrainDeadlineMs,
     operatorImagePullTimeoutMs,
+    operatorUnschedulableMs,
     operatorJobTtlSeconds,
     operatorSteps,
     operatorRuntime,

@@ -33,6 +33,7 @@ import {
   KILN_LABELS,
   MANAGED_BY_KILN,
 } from './api/build-resource.js';
+import { Admission } from '../admission/admission.js';
 import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './builds/build-reconciler.js';
 import { podChanged } from './builds/pod-state.js';
 import { CacheIndex } from './runtime/cache-index.js';
@@ -69,6 +70,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     private readonly artifacts: BuildArtifacts,
     private readonly sealer: SecretSealer,
     private readonly access: BuildAccess,
+    private readonly admission: Admission,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -170,6 +172,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       builds: new CustomResources<BuildResource>(kube, BUILD_GROUP, BUILD_VERSION, BUILD_PLURAL),
       workloads: new KubeWorkloads(kube),
       lifecycle: this.lifecycle,
+      admission: this.admission,
       artifacts: this.artifacts,
       sealer: this.sealer,
       access: this.access,
@@ -254,6 +257,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationShutdown(): Promise<void> {
     await this.runtime?.stop();
+    this.reconciler?.close();
     await this.reconciler?.stopAll();
   }
 }

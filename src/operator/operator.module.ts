@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AdmissionModule } from '../admission/admission.module.js';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { BuildAccessModule } from '../integrations/integrations.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
@@ -11,7 +12,14 @@ import { BuildOperator } from './build-operator.js';
  * Build resources into Jobs and their pods' logs into the log store. It mounts no HTTP route.
  */
 @Module({
-  imports: [KubernetesModule, LifecycleModule, LogsModule, ArtifactsModule, BuildAccessModule],
+  imports: [
+    AdmissionModule,
+    KubernetesModule,
+    LifecycleModule,
+    LogsModule,
+    ArtifactsModule,
+    BuildAccessModule,
+  ],
   providers: [BuildOperator],
   exports: [BuildOperator],
 })

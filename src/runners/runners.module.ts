@@ -1,4 +1,5 @@
 import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/common';
+import { AdmissionModule } from '../admission/admission.module.js';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildAccessModule } from '../integrations/integrations.module.js';
@@ -49,6 +50,7 @@ export class RunnersModule {
       runner !== undefined
         ? {
             imports: [
+              AdmissionModule,
               LifecycleModule,
               LogsModule,
               KubernetesModule,
@@ -59,7 +61,13 @@ export class RunnersModule {
           }
         : config.runner === 'local'
           ? {
-              imports: [LifecycleModule, LogsModule, ArtifactsModule, BuildAccessModule],
+              imports: [
+                AdmissionModule,
+                LifecycleModule,
+                LogsModule,
+                ArtifactsModule,
+                BuildAccessModule,
+              ],
               providers: LOCAL_RUNNER,
             }
           : {

@@ -1,5 +1,9 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import { Admission } from '../../src/admission/admission.js';
+import { AdmissionStore } from '../../src/admission/admission.repository.js';
+import { type Env, loadConfig } from '../../src/config/config.js';
+import type { LogSink } from '../../src/logs/log-sink.js';
 import { specDigest } from '../../src/manifest/build-spec.js';
 import { createDataSource } from '../../src/database/data-source.js';
 import { BuildLifecycle } from '../../src/lifecycle/build-lifecycle.js';
@@ -27,6 +31,11 @@ export interface LifecycleGround {
   newBuild(overrides?: Partial<NewBuild>): NewBuild;
   /** Creates a queued build (newBuild) and answers its id. */
   createBuild(overrides?: Partial<NewBuild>): Promise<string>;
+  /**
+   * Admission on this database, its limits read from `env` as kiln reads them (default: no
+   * installation limit), its `[kiln]` lines written to `sink`. Stopped with the ground.
+   */
+  admission(sink: Pick<LogSink, 'append'>, env?: Env): Admission;
   close(): Promise<void>;
 }
 
@@ -71,6 +80,7 @@ export async function lifecycleGround(name: string): Promise<LifecycleGround> {
       ...overrides,
     };
   };
+  const admissions: Admission[] = [];
   return {
     dataSource,
     logger,
@@ -82,7 +92,19 @@ export async function lifecycleGround(name: string): Promise<LifecycleGround> {
     async createBuild(overrides) {
       return (await lifecycle.create(newBuild(overrides))).build.id;
     },
+    admission(sink, env = { KILN_MAX_RUNNING: '100000' }) {
+      const admission = new Admission(
+        new AdmissionStore(dataSource),
+        loadConfig({ KILN_RUNNER: 'local', ...env }),
+        lifecycle,
+        sink,
+        logger,
+      );
+      admissions.push(admission);
+      return admission;
+    },
     async close() {
+      for (const admission of admissions) admission.onApplicationShutdown();
       await dataSource.destroy();
       await database.drop();
     },

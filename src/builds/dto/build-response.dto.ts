@@ -13,6 +13,40 @@ export class BuildSummaryDto {
   @ApiProperty({ format: 'date-time' }) updated_at!: string;
 }
 
+/**
+ * Where a started build stands while it waits to run (docs/admission.md): beyond the spec's
+ * fields, present only while the build waits.
+ */
+export class BuildQueueDto {
+  @ApiPropertyOptional({
+    type: Number,
+    nullable: true,
+    minimum: 1,
+    description:
+      '1-based place among the waiting builds of the installation, in the order admission takes them (weighted fair share across tenants, first started first within one); null once admitted, while the cluster holds its pod back',
+  })
+  position!: number | null;
+  @ApiProperty({
+    description:
+      'What the build waits for: InstallationLimit, TenantLimit, ProjectLimit or Admissible (a slot is free, it starts within moments) while it waits to be admitted; once admitted, what the cluster says: ClusterQuota, Unschedulable, ImagePull, CreateContainerConfigError, …',
+    example: 'InstallationLimit',
+  })
+  reason!: string;
+  @ApiProperty({
+    description: 'The reason in words',
+    example: 'all 4 build slots of this installation are in use',
+  })
+  message!: string;
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    format: 'date-time',
+    description:
+      'A guess at when it starts, from how long recent builds ran; null when there is nothing to guess from',
+  })
+  estimated_start!: string | null;
+}
+
 /** The full Build, as GET /builds/{id} answers it. */
 export class BuildDto extends BuildSummaryDto {
   @ApiPropertyOptional({ type: String, nullable: true }) git_commit!: string | null;
@@ -45,6 +79,12 @@ export class BuildDto extends BuildSummaryDto {
       'Why a failed build failed, as a code (BuildFailed: its own step failed; TimedOut, OutOfMemory, PodEvicted, ImagePullFailed and the others: the platform or its settings); null unless failed',
   })
   failure_reason!: FailureReason | null;
+  @ApiPropertyOptional({
+    type: BuildQueueDto,
+    description:
+      'Present while a started (in_progress) build waits to run: for a slot, or for the cluster to run its pod',
+  })
+  queue?: BuildQueueDto;
 }
 
 /** The wizard client reads the created build from `data`. */
@@ -86,4 +126,10 @@ export class BuildStatusDto {
   @ApiPropertyOptional({ type: String, nullable: true, format: 'date-time' })
   estimated_completion!: string | null;
   @ApiPropertyOptional({ type: String, nullable: true }) error!: string | null;
+  @ApiPropertyOptional({
+    type: BuildQueueDto,
+    description:
+      'Present while a started (in_progress) build waits to run: for a slot, or for the cluster to run its pod',
+  })
+  queue?: BuildQueueDto;
 }

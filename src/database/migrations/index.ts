@@ -17,6 +17,7 @@ import { BuildLogPurges1764979200000 } from './1764979200000-build-log-purges.js
 import { SpecDigest1765065600000 } from './1765065600000-spec-digest.js';
 import { UrlCredentials1765152000000 } from './1765152000000-url-credentials.js';
 import { Admission1765238400000 } from './1765238400000-admission.js';
+import { AdmissionTimeouts1765324800000 } from './1765324800000-admission-timeouts.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -41,4 +42,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   SpecDigest1765065600000,
   UrlCredentials1765152000000,
   Admission1765238400000,
+  AdmissionTimeouts1765324800000,
 ];

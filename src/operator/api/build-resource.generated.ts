@@ -42,6 +42,9 @@ export const BUILD_FAILURE_REASONS = [
   'PolicyViolation',
   'SecretUnavailable',
   'RegistryUnauthorized',
+  'QueueTimeout',
+  'PodRefused',
+  'Unschedulable',
 ] as const;
 export type BuildFailureReason = (typeof BUILD_FAILURE_REASONS)[number];
 

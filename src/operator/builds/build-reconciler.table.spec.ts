@@ -543,6 +543,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     builds: cluster,
     workloads: cluster,
     lifecycle: ground.lifecycle,
+    admission: ground.admission(sink),
     sink,
     logs: podLogs,
     cursors: { containerCursor: () => Promise.resolve(undefined) },
@@ -576,6 +577,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     await settle();
     return await effectsOf(given, { cluster, sink, woken }, result?.requeueAfterMs);
   } finally {
+    reconciler.close();
     await reconciler.stopAll();
   }
 }

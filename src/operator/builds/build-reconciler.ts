@@ -24,6 +24,9 @@ export {
 } from './reconciler-ports.js';
 export { LOGS_FINALIZER };
 
+/** A waiting build is looked at again this often even if no admission pass wakes it. */
+const WAITING_RECHECK_MS = 300_000;
+
 /**
  * Level-based reconcile of one Build resource (docs/adr/0016-build-reconciler.md, its parts in
  * docs/adr/0037-reconciler-in-parts.md): reads the Build, its record in kiln's database, its Job
@@ -47,6 +50,11 @@ export class BuildReconciler {
   private readonly masking: SecretMasking;
   private readonly jobs: JobAssembler;
   private readonly drains: LogDrains;
+  /** Builds whose Job waits for admission, by id: an admission pass wakes their keys. */
+  private readonly waiting = new Map<string, string>();
+  /** Builds with a Job whose slot admission counts (adopted when their Job predates it). */
+  private readonly counted = new Set<string>();
+  private readonly unwatch: () => void;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.now = deps.now ?? Date.now;
@@ -56,11 +64,34 @@ export class BuildReconciler {
     this.masking = new SecretMasking(deps);
     this.jobs = new JobAssembler(deps, this.events, this.masking);
     this.drains = new LogDrains(deps, this.now);
+    this.unwatch = deps.admission.watch(() => void this.lookAtWaiting());
   }
 
   /** Stops every log follower without a marker (lost lease, shutdown): the next leader resumes. */
   stopAll(): Promise<void> {
     return this.drains.stopAll();
+  }
+
+  /** Stops listening to admission (shutdown). */
+  close(): void {
+    this.unwatch();
+  }
+
+  /** After an admission pass: the builds admitted meanwhile get their Job now. */
+  private async lookAtWaiting(): Promise<void> {
+    const ids = [...this.waiting.keys()];
+    if (ids.length === 0) return;
+    try {
+      const outcomes = await this.deps.admission.outcomes(ids);
+      for (const id of ids) {
+        if (outcomes.get(id) === 'waiting') continue;
+        const key = this.waiting.get(id);
+        this.waiting.delete(id);
+        if (key !== undefined) this.deps.wake(key);
+      }
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not read whether waiting builds were admitted');
+    }
   }
 
   readonly reconcile = async (
@@ -149,6 +180,8 @@ export class BuildReconciler {
     const resource = await this.mirror.withFinalizer(current);
     let job = this.deps.caches.job(namespace, jobName);
     if (job === undefined) {
+      const waits = await this.admitted(key, resource, record);
+      if (waits !== undefined) return waits;
       const assembled = await this.assemble(key, resource, record);
       if (assembled === 'refused' || assembled === 'gone') return;
       if (assembled === 'exists') return { requeueAfterMs: 500 }; // the cache catches up
@@ -164,6 +197,10 @@ export class BuildReconciler {
     // Adopted (another operator created it and died, or the patch failed): the ConfigMap and
     // Secret it left without an owner would outlive the build, holding its credentials.
     await this.jobs.own(namespace, record.id, job);
+    if (!this.counted.has(record.id)) {
+      await this.deps.admission.adopt(record.id);
+      this.counted.add(record.id);
+    }
 
     const pod = this.deps.caches.podOfJob(namespace, jobName);
     await this.masking.register(record, namespace);
@@ -194,6 +231,36 @@ export class BuildReconciler {
     if (wait !== undefined) return { requeueAfterMs: wait };
     const ended = await transition(this.deps.lifecycle, record, () => this.record(record, outcome));
     return this.ended(key, resource, ended);
+  }
+
+  /**
+   * Undefined once the build is admitted (its Job is made now); while it waits, its Build says so
+   * and the reconcile ends: an admission pass wakes it (lookAtWaiting), a slow recheck is the
+   * backstop. The build's deadline starts with its Job: waiting never eats it.
+   */
+  private async admitted(
+    key: string,
+    resource: BuildResource,
+    record: BuildEntity,
+  ): Promise<ReconcileResult | undefined> {
+    const { admission } = this.deps;
+    let outcome = (await admission.outcomes([record.id])).get(record.id);
+    if (outcome !== 'admitted' && outcome !== 'waiting') {
+      await admission.enqueue(record.id);
+      outcome = (await admission.outcomes([record.id])).get(record.id);
+    }
+    if (outcome === 'admitted') {
+      this.waiting.delete(record.id);
+      this.counted.add(record.id);
+      return undefined;
+    }
+    // Not in_progress any more (cancelled, expired) as the record read before says: look again.
+    if (outcome !== 'waiting') return { requeueAfterMs: 1_000 };
+    this.waiting.set(record.id, key);
+    await this.mirror.mirror(resource, record, {
+      message: 'waiting to be admitted to run (GET /builds/{id}/status says where it stands)',
+    });
+    return { requeueAfterMs: WAITING_RECHECK_MS };
   }
 
   /**
@@ -287,6 +354,8 @@ export class BuildReconciler {
     const settling = job === undefined ? undefined : await this.drains.cancelSettled(record.id);
     if (settling !== undefined) return { requeueAfterMs: settling };
     if (job !== undefined) await this.deps.workloads.deleteJob(namespace, jobName);
+    // Its slot (or its place in the queue) goes to the next build.
+    await this.deps.admission.release(record.id);
     this.forget(record.id);
     await this.mirror.mirror(resource, record);
     await this.mirror.release(resource);
@@ -320,12 +389,15 @@ export class BuildReconciler {
         spec: { ttlSecondsAfterFinished: this.deps.settings.ttlSecondsAfterFinished },
       });
     }
+    await this.deps.admission.release(record.id);
     this.forget(record.id);
     await this.mirror.mirror(resource, record, job === undefined ? {} : { jobName });
     await this.mirror.release(resource);
   }
 
   private forget(buildId: string): void {
+    this.waiting.delete(buildId);
+    this.counted.delete(buildId);
     this.drains.forget(buildId);
     this.jobs.forget(buildId);
     this.masking.forget(buildId);

@@ -2,6 +2,7 @@ import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { JobSettings } from '../../build-methods/job.js';
 import type { NamespacesByLevel } from '../../build-methods/namespaces.js';
+import type { Admission } from '../../admission/admission.js';
 import type { BuildAccess } from '../../integrations/build-access.js';
 import type { CustomResources } from '../../kubernetes/custom-resources.js';
 import type { KubeWorkloads } from '../../kubernetes/workloads.js';
@@ -89,7 +90,18 @@ export type ReconcilerLifecycle = Pick<
   'find' | 'create' | 'activeOfReplacedResource' | 'start' | 'cancel' | 'succeed' | 'fail'
 >;
 
+/**
+ * Admission (docs/adr/0042-admission-in-postgres.md): a started build's Job is created once it is
+ * admitted; the operator says what an admitted build's pod waits for and releases the build's
+ * slot when it ends.
+ */
+export type ReconcilerAdmission = Pick<
+  Admission,
+  'enqueue' | 'outcomes' | 'release' | 'watch' | 'clusterWait' | 'adopt'
+>;
+
 export interface ReconcilerDeps {
+  readonly admission: ReconcilerAdmission;
   readonly caches: ReconcilerCaches;
   readonly artifacts: ReconcilerArtifacts;
   /** Unseals build secrets for the build's Secret and the log masker; seals a Build's own. */

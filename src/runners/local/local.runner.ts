@@ -13,6 +13,7 @@ import type { LocalPlan } from '../../build-methods/method.js';
 import { localPlanOf } from '../../build-methods/methods.js';
 import { isDatabaseUnavailable } from '../../common/database-errors.js';
 import { LOGGER } from '../../common/logger.js';
+import { Admission } from '../../admission/admission.js';
 import { KilnConfig } from '../../config/config.js';
 import {
   BuildAccess,
@@ -37,7 +38,6 @@ import { PackExecutor } from './executors/pack.executor.js';
 import { PackerExecutor } from './executors/packer.executor.js';
 import { StepsExecutor } from './executors/steps.executor.js';
 import { Processes } from './processes.js';
-import { Slots } from './slots.js';
 
 const RUNNER_PREFIX = 'local:';
 /** How long the outcome of a build is retried while the database is unreachable. */
@@ -45,6 +45,9 @@ const OUTCOME_RETRY_MS = 60_000;
 const OUTCOME_RETRY_MAX_WAIT_MS = 5_000;
 const DATABASE_LOST = 'kiln lost its database while this build ran; retry it';
 const RESTARTED = 'kiln restarted while this build ran; retry it';
+
+/** How a build's wait for admission ended. */
+type WaitEnd = 'admitted' | 'ended' | 'cancelled';
 
 /** The executor of each kind of local plan. */
 export interface PlanExecutors {
@@ -56,7 +59,8 @@ export interface PlanExecutors {
 /**
  * Runs builds on this machine as child processes (docs/adr/0008-local-runner.md): buildah for
  * Dockerfile methods, `pack` and `packer` when installed, then the SBOM and scan CLIs
- * (docs/adr/0019-build-steps-and-artifacts.md). This class coordinates: the build slots, cancel
+ * (docs/adr/0019-build-steps-and-artifacts.md). This class coordinates: admission (a build runs once
+ * admitted: docs/adr/0042-admission-in-postgres.md), cancel
  * and the timeout, the outcome (retried while the database is away) and the recovery of builds a
  * previous kiln process left. Each kind of plan has its executor, the steps theirs, and every
  * child starts through the Processes port. Each build gets its own directory under
@@ -68,7 +72,11 @@ export class LocalRunner
   implements OnApplicationBootstrap, OnApplicationShutdown
 {
   private readonly runs = new Map<string, BuildRun>();
-  private readonly slots: Slots;
+  /** Builds of this process waiting to be admitted, and what ends each wait. */
+  private readonly waits = new Map<string, (end: WaitEnd) => void>();
+  private looking = false;
+  private lookAgain = false;
+  private unwatch: (() => void) | undefined;
   private readonly parts: BuildRunParts;
   private readonly executors: PlanExecutors;
 
@@ -79,13 +87,13 @@ export class LocalRunner
     private readonly buildAccess: BuildAccess,
     private readonly processes: Processes,
     private readonly steps: StepsExecutor,
+    private readonly admission: Admission,
     dockerfile: DockerfileExecutor,
     pack: PackExecutor,
     packer: PackerExecutor,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     super();
-    this.slots = new Slots(config.localMaxParallel);
     this.executors = { dockerfile, pack, packer };
     this.parts = {
       processes,
@@ -101,6 +109,8 @@ export class LocalRunner
    * and the builds failed rather than left to hang.
    */
   async onApplicationBootstrap(): Promise<void> {
+    // Another process may admit this one's builds (a slot it freed): each pass, look.
+    this.unwatch = this.admission.watch(() => this.lookAtWaits());
     await this.stopLeftovers();
     for (const id of await this.lifecycle.runningWithRunner(RUNNER_PREFIX)) {
       if (this.runs.has(id)) continue;
@@ -125,6 +135,7 @@ export class LocalRunner
     const run = this.runs.get(build.id);
     if (run === undefined) return;
     run.cancelled = true;
+    this.waits.get(build.id)?.('cancelled');
     await run.stop(this.config.cancelGraceMs);
     await run.finished; // clean-up done: no process or working container left
   }
@@ -135,8 +146,10 @@ export class LocalRunner
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.unwatch?.();
     for (const run of this.runs.values()) {
       run.cancelled = true;
+      this.waits.get(run.build.id)?.('cancelled');
       await run.stop(this.config.cancelGraceMs);
     }
   }
@@ -164,29 +177,84 @@ export class LocalRunner
   private async execute(run: BuildRun): Promise<void> {
     const { build } = run;
     let failure: BuildFailure | undefined;
-    let acquired = false;
+    let wait: WaitEnd = 'cancelled';
     try {
-      if (!this.slots.free) {
-        await this.lifecycle.reportProgress(build.id, 0, 0);
-        await run.say(`waiting for a free local build slot (${this.slots.inUse} builds running)`);
-      }
-      await this.slots.acquire();
-      acquired = true;
-      if (!run.cancelled) await this.runBuild(run);
+      wait = await this.admitted(run);
+      if (wait === 'admitted' && !run.cancelled) await this.runBuild(run);
     } catch (error) {
       failure = run.timedOut
         ? timedOut(build.spec.timeoutSeconds)
         : this.failureOf(build.id, error);
     } finally {
-      if (acquired) this.slots.release();
       await this.cleanUp(build.id);
+      // The slot goes to the next build once nothing of this one runs any more.
+      await this.admission
+        .release(build.id)
+        .catch((error: unknown) =>
+          this.logger.warn({ err: error, build_id: build.id }, 'could not release a build slot'),
+        );
     }
     if (run.cancelled) {
       await this.sink.release(build.id).catch(() => undefined);
       await run.say('cancelled; the build was stopped').catch(() => undefined);
       return;
     }
+    if (wait === 'ended' && failure === undefined) {
+      // Ended while it waited (QueueTimeout): admission recorded why.
+      await this.sink.release(build.id).catch(() => undefined);
+      return;
+    }
     await this.record(run, failure);
+  }
+
+  /**
+   * Waits until admission lets the build run (docs/adr/0042-admission-in-postgres.md): 'admitted',
+   * 'ended' when its wait ended without a run (QueueTimeout), 'cancelled' when it was cancelled.
+   * The build's timeout starts after this.
+   */
+  private async admitted(run: BuildRun): Promise<WaitEnd> {
+    const { id } = run.build;
+    await this.admission.enqueue(id);
+    if (run.cancelled) return 'cancelled';
+    const end = new Promise<WaitEnd>((resolve) => this.waits.set(id, resolve));
+    this.lookAtWaits();
+    try {
+      return await end;
+    } finally {
+      this.waits.delete(id);
+    }
+  }
+
+  /**
+   * After a pass of any process: one read of where this process's waiting builds stand, and each
+   * admitted (or ended) one goes on. Reads run one at a time; one asked for meanwhile follows.
+   */
+  private lookAtWaits(): void {
+    if (this.looking) {
+      this.lookAgain = true;
+      return;
+    }
+    this.looking = true;
+    void (async () => {
+      try {
+        do {
+          this.lookAgain = false;
+          const ids = [...this.waits.keys()];
+          if (ids.length === 0) break;
+          const outcomes = await this.admission.outcomes(ids);
+          for (const id of ids) {
+            const outcome = outcomes.get(id);
+            if (outcome === 'waiting') continue;
+            this.waits.get(id)?.(outcome === 'admitted' ? 'admitted' : 'ended');
+          }
+        } while (this.lookAgain);
+      } catch (error) {
+        // The next pass (at most KILN_ADMISSION_POLL_MS away) looks again.
+        this.logger.warn({ err: error }, 'could not read whether waiting builds were admitted');
+      } finally {
+        this.looking = false;
+      }
+    })();
   }
 
   /** The build in its slot, under its timeout: access, plan, steps, then the scan policy. */

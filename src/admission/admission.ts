@@ -1,0 +1,364 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { ConflictError, RateLimitedError } from '../common/errors.js';
+import { LOGGER } from '../common/logger.js';
+import { KilnConfig } from '../config/config.js';
+import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
+import { LogSink } from '../logs/log-sink.js';
+import { type AdmissionState, AdmissionStore, type QueuePlaceRow } from './admission.repository.js';
+import { estimateStartMs } from './estimate.js';
+import type { AdmissionLimits, WaitReason } from './fair-share.js';
+
+/** What a build waits for, as GET /builds/{id} and /status show it (`queue`). */
+export interface QueueView {
+  /** 1-based, in the order admission takes the waiting builds; null once admitted. */
+  readonly position: number | null;
+  /** A WaitReason, or what the cluster says once admitted (ClusterQuota, Unschedulable, …). */
+  readonly reason: string;
+  readonly message: string;
+  /** A guess from recent runs; null when there is nothing to guess from. */
+  readonly estimatedStart: Date | null;
+}
+
+/** A build as admission reads it. */
+export interface AdmittableBuild {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly projectId: string;
+}
+
+/** What became of a build's wait: admitted (run it), ended without a run, or still waiting. */
+export type WaitOutcome = 'admitted' | 'ended' | 'waiting';
+
+/** Why a build waits in the cluster once admitted: told by the operator, from Events and pods. */
+export interface ClusterWait {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * Admission (docs/adr/0042-admission-in-postgres.md): which started builds run, for every runner
+ * and the operator. Runners enqueue a started build, wait until `outcome` says it is admitted,
+ * and release it when it ends; they never count slots. A pass admits what the limits allow by
+ * fair share (AdmissionStore, in one transaction under one lock across every kiln process),
+ * writes a `[kiln]` line to the log of each build whose wait begins, changes reason or ends, and
+ * fails the builds that waited past KILN_QUEUE_TTL_SECONDS (QueueTimeout). Each process that runs
+ * builds also looks at the queue every KILN_ADMISSION_POLL_MS: a slot another process freed.
+ */
+@Injectable()
+export class Admission implements OnApplicationShutdown {
+  readonly limits: AdmissionLimits;
+  private readonly watchers = new Set<() => void>();
+  private timer: NodeJS.Timeout | undefined;
+  private passing: Promise<void> | undefined;
+  private passAgain = false;
+  private stopped = false;
+
+  constructor(
+    private readonly store: AdmissionStore,
+    private readonly config: KilnConfig,
+    private readonly lifecycle: BuildLifecycle,
+    @Inject(LogSink) private readonly sink: Pick<LogSink, 'append'>,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    const { maxRunning, tenantMaxRunning, projectMaxRunning } = config.admission;
+    this.limits = { maxRunning, tenantMaxRunning, projectMaxRunning };
+  }
+
+  /**
+   * Refuses a start that would put the tenant past KILN_TENANT_MAX_QUEUED waiting builds (429,
+   * with Retry-After). Counted before the start; two starts at once may both pass the last place.
+   */
+  async checkRoom(tenantId: string): Promise<void> {
+    const max = this.config.admission.tenantMaxQueued;
+    if (max === undefined) return;
+    const waiting = await this.store.waitingOfTenant(tenantId);
+    if (waiting < max) return;
+    const { medianRunMs } = await this.store.outlook({ tenantId });
+    const retryMs = Math.min(Math.max(medianRunMs ?? 60_000, 1_000), 3_600_000);
+    throw new RateLimitedError(
+      `This tenant has ${waiting} builds waiting to run, its limit (KILN_TENANT_MAX_QUEUED is ${max}); start this one once some have run`,
+      { limit: max, remaining: 0, resetAt: new Date(Date.now() + retryMs) },
+    );
+  }
+
+  /** A started build waits to be admitted (again after a taken-back start); a pass follows. */
+  async enqueue(buildId: string): Promise<void> {
+    await this.store.enqueue(buildId);
+    await this.pass();
+  }
+
+  /**
+   * Counts a build that runs already (its Job made before admission existed, or by hand) as
+   * admitted, whatever the limits say: it holds a slot until it ends.
+   */
+  async adopt(buildId: string): Promise<void> {
+    await this.store.adopt(buildId);
+  }
+
+  /** Where each build stands: admitted, ended without a run, or waiting; absent: never enqueued. */
+  async outcomes(buildIds: readonly string[]): Promise<Map<string, WaitOutcome>> {
+    const states = await this.store.states(buildIds);
+    return new Map([...states].map(([id, state]) => [id, outcomeOf(state)]));
+  }
+
+  /** The build's run (or wait) is over: its slot goes to the next build at once. */
+  async release(buildId: string): Promise<void> {
+    const ended = await this.store.release(buildId);
+    if (ended !== 'nothing') await this.pass();
+  }
+
+  /**
+   * Calls `watcher` after every pass of this process, the polling ones included, until the
+   * returned function is called. While any watcher is registered, this process polls.
+   */
+  watch(watcher: () => void): () => void {
+    this.watchers.add(watcher);
+    this.schedule();
+    return () => {
+      this.watchers.delete(watcher);
+    };
+  }
+
+  /**
+   * One admission pass: admits what the limits allow, then writes the reason of every waiting
+   * build. Passes of this process run one at a time; one asked for during a pass runs after it.
+   */
+  pass(): Promise<void> {
+    if (this.passing !== undefined) {
+      this.passAgain = true;
+      return this.passing;
+    }
+    this.passing = (async () => {
+      try {
+        do {
+          this.passAgain = false;
+          await this.passOnce();
+        } while (this.passAgain);
+      } finally {
+        this.passing = undefined;
+      }
+    })();
+    return this.passing;
+  }
+
+  /**
+   * The `queue` of each waiting build of `builds`: its place and reason while it waits to be
+   * admitted, or what the cluster says once admitted and its pod does not run yet.
+   */
+  async queueOf(builds: readonly AdmittableBuild[]): Promise<Map<string, QueueView>> {
+    const views = new Map<string, QueueView>();
+    if (builds.length === 0) return views;
+    const ids = builds.map((build) => build.id);
+    const [states, places] = await Promise.all([
+      this.store.states(ids),
+      this.store.places(ids, this.limits),
+    ]);
+    for (const build of builds) {
+      const place = places.get(build.id);
+      if (place !== undefined) {
+        views.set(build.id, await this.viewOf(build, place));
+        continue;
+      }
+      const state = states.get(build.id);
+      if (state !== undefined && state.admittedAt !== null && state.releasedAt === null && state.reason !== null) {
+        views.set(build.id, {
+          position: null,
+          reason: state.reason,
+          message: state.message ?? state.reason,
+          estimatedStart: null,
+        });
+      }
+    }
+    return views;
+  }
+
+  /**
+   * What an admitted build waits for in the cluster, or nothing (undefined): its pod runs. A
+   * change is one `[kiln]` line in the build's log, never one per Event.
+   */
+  async clusterWait(buildId: string, wait: ClusterWait | undefined): Promise<void> {
+    if (!(await this.store.setClusterReason(buildId, wait))) return;
+    const line =
+      wait === undefined
+        ? 'the build pod runs'
+        : `waiting for the cluster (${wait.reason}): ${wait.message}`;
+    await this.say(buildId, line);
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private schedule(): void {
+    if (this.stopped || this.timer !== undefined || this.watchers.size === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.poll().finally(() => this.schedule());
+    }, this.config.admission.pollMs);
+    this.timer.unref();
+  }
+
+  /** What no write in this process announces: slots freed elsewhere, ended builds, expired waits. */
+  private async poll(): Promise<void> {
+    try {
+      await this.store.sweep();
+      await this.expire();
+      await this.pass();
+    } catch (error) {
+      this.logger.warn({ err: error }, 'admission could not look at the queue; it tries again');
+    }
+  }
+
+  private async passOnce(): Promise<void> {
+    const admitted = await this.store.admit(this.limits);
+    for (const build of admitted) {
+      if (build.waitedFor === null) continue;
+      const waited = build.admittedAt.getTime() - build.queuedAt.getTime();
+      await this.say(build.buildId, `admitted to run after waiting ${duration(waited)}`);
+    }
+    const changes = await this.store.refreshReasons(this.limits);
+    if (changes.length > 0) {
+      const places = await this.store.places(
+        changes.map((change) => change.buildId),
+        this.limits,
+      );
+      for (const change of changes) {
+        const place = places.get(change.buildId);
+        if (place === undefined) continue;
+        const text = `${reasonMessage(change.reason, place, this.limits)} (${ordinal(place.position)} in line)`;
+        await this.say(
+          change.buildId,
+          change.before === null ? `waiting to run: ${text}` : `still waiting, now because ${text}`,
+        );
+      }
+    }
+    for (const watcher of this.watchers) watcher();
+  }
+
+  /** Fails the builds that waited past KILN_QUEUE_TTL_SECONDS, saying how long and behind what. */
+  private async expire(): Promise<void> {
+    const ttlMs = this.config.admission.queueTtlMs;
+    const expired = await this.store.waitingSince(new Date(Date.now() - ttlMs));
+    for (const build of expired) {
+      const behind =
+        build.reason === null ? '' : ` (it waited for: ${reasonWords(build.reason as WaitReason)})`;
+      const message = `The build waited ${duration(Date.now() - build.queuedAt.getTime())} to be admitted, longer than the queue's time to live (KILN_QUEUE_TTL_SECONDS: ${duration(ttlMs)})${behind}`;
+      try {
+        await this.lifecycle.fail(build.buildId, 'QueueTimeout', message);
+        await this.say(build.buildId, message, 'ERROR');
+      } catch (error) {
+        // Ended meanwhile (cancelled, admitted and run): nothing to expire. Anything else is
+        // tried again at the next look; the other builds go on.
+        if (!(error instanceof ConflictError)) {
+          this.logger.warn({ err: error, build_id: build.buildId }, 'could not expire a wait');
+          continue;
+        }
+      }
+      await this.store.release(build.buildId);
+    }
+  }
+
+  private async viewOf(build: AdmittableBuild, place: QueuePlaceRow): Promise<QueueView> {
+    const { limits } = this;
+    const scope =
+      place.reason === 'TenantLimit'
+        ? { capacity: place.tenantMax ?? 0, ahead: place.tenantRank - 1, tenantId: build.tenantId }
+        : place.reason === 'ProjectLimit'
+          ? {
+              capacity: limits.projectMaxRunning ?? 0,
+              ahead: place.projectRank - 1,
+              projectId: build.projectId,
+            }
+          : {
+              capacity: limits.maxRunning ?? place.runningTotal + place.position,
+              ahead: place.position - 1,
+            };
+    const { runningMs, medianRunMs } = await this.store.outlook(scope);
+    const at = estimateStartMs({ nowMs: Date.now(), runningMs, medianRunMs, ...scope });
+    return {
+      position: place.position,
+      reason: place.reason,
+      message: reasonMessage(place.reason, place, limits),
+      estimatedStart: at === undefined ? null : new Date(at),
+    };
+  }
+
+  private async say(
+    buildId: string,
+    text: string,
+    level: 'INFO' | 'ERROR' = 'INFO',
+  ): Promise<void> {
+    try {
+      await this.sink.append(buildId, [
+        { text: `${level === 'INFO' ? '' : `${level}: `}[kiln] ${text}`, container: 'kiln' },
+      ]);
+    } catch (error) {
+      // The reason is in the build's status either way; the line is the courtesy.
+      this.logger.warn({ err: error, build_id: buildId }, 'could not log a change of admission');
+    }
+  }
+}
+
+function outcomeOf(state: AdmissionState): WaitOutcome {
+  if (state.admittedAt !== null) return 'admitted';
+  return state.releasedAt === null ? 'waiting' : 'ended';
+}
+
+/** What holds a waiting build back, in words, with the counts that hold it. */
+export function reasonMessage(
+  reason: WaitReason,
+  place: Pick<QueuePlaceRow, 'runningTotal' | 'tenantRunning' | 'tenantMax' | 'projectRunning'>,
+  limits: AdmissionLimits,
+): string {
+  switch (reason) {
+    case 'Admissible':
+      return 'a build slot is free; it starts within moments';
+    case 'InstallationLimit':
+      return limits.maxRunning === 0
+        ? 'this installation runs no builds now: its limit on running builds (KILN_MAX_RUNNING) is 0'
+        : `all ${limits.maxRunning ?? place.runningTotal} build slots of this installation are in use`;
+    case 'TenantLimit':
+      return place.tenantMax === 0
+        ? "this tenant's limit on running builds is 0: none runs until an administrator raises it"
+        : `this tenant runs ${place.tenantRunning} builds, its limit (${place.tenantMax})`;
+    case 'ProjectLimit':
+      return `this project runs ${place.projectRunning} builds, its limit (${limits.projectMaxRunning})`;
+  }
+}
+
+/** The reason of a wait in a few words, for a message that outlives the counts. */
+function reasonWords(reason: WaitReason): string {
+  switch (reason) {
+    case 'Admissible':
+      return 'a free slot';
+    case 'InstallationLimit':
+      return "the installation's limit on running builds";
+    case 'TenantLimit':
+      return "the tenant's limit on running builds";
+    case 'ProjectLimit':
+      return "the project's limit on running builds";
+    default:
+      return reason;
+  }
+}
+
+/** 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, 21st. */
+export function ordinal(n: number): string {
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  const suffix = teen ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
+/** 45 s, 3 min 5 s, 2 h 10 min. */
+export function duration(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60)
+    return seconds % 60 === 0 ? `${minutes} min` : `${minutes} min ${seconds % 60} s`;
+  const hours = Math.floor(minutes / 60);
+  return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
+}
