@@ -222,7 +222,8 @@ describe('the Helm chart (charts/kiln)', () => {
       { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'patch'] },
       // A build's own Secret: written, read back only to mask an adopted build's log.
       { apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch', 'get'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+      // Events of its Builds; the Job controller's Events of its Jobs (why a pod is not made).
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'list', 'watch'] },
     ];
     // buildx off: the restricted and baseline namespaces, not the privileged one.
     const buildNamespaces = ['kiln-builds-restricted', 'kiln-builds'];

@@ -4,7 +4,7 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
@@ -146,7 +146,24 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       const job = pod.metadata.labels?.['job-name'];
       return job === undefined ? undefined : `${pod.metadata.namespace ?? namespace}/${job}`;
     });
-    return { builds, jobs, pods, podsByJob };
+    // What the Job controller says of Jobs (FailedCreate: a quota, Pod Security, a webhook): the
+    // one reason a pod does not exist that no pod can tell. Only Events of Jobs, by field.
+    const jobEvents = new Informer<CachedEvent>(
+      KubeListWatch.forClient(kube, {
+        group: '',
+        version: 'v1',
+        plural: 'events',
+        namespace,
+        fieldSelector: 'involvedObject.kind=Job',
+      }),
+      { name: 'job-events', ...watches },
+    );
+    const eventsByJob = new CacheIndex(jobEvents, (event) =>
+      event.involvedObject.name === undefined
+        ? undefined
+        : `${event.involvedObject.namespace ?? namespace}/${event.involvedObject.name}`,
+    );
+    return { builds, jobs, pods, podsByJob, jobEvents, eventsByJob };
   }
 
   private reconcilerOf(
@@ -168,6 +185,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
               (a.metadata.deletionTimestamp === undefined ? -1 : 0) -
               (b.metadata.deletionTimestamp === undefined ? -1 : 0),
           )[0],
+        jobEvents: (ns, job) => of(ns)?.eventsByJob.get(`${ns}/${job}`) ?? [],
       },
       builds: new CustomResources<BuildResource>(kube, BUILD_GROUP, BUILD_VERSION, BUILD_PLURAL),
       workloads: new KubeWorkloads(kube),
@@ -195,6 +213,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         namespaces: this.config.buildNamespaces,
         drainDeadlineMs: this.config.operatorDrainDeadlineMs,
         imagePullTimeoutMs: this.config.operatorImagePullTimeoutMs,
+        unschedulableTimeoutMs: this.config.operatorUnschedulableMs,
         ttlSecondsAfterFinished: this.config.operatorJobTtlSeconds,
       },
     });
@@ -230,7 +249,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       name: 'builds',
       logger,
     });
-    for (const [namespace, { builds, jobs, pods }] of informers) {
+    for (const [namespace, { builds, jobs, pods, jobEvents }] of informers) {
       // A Build owns its Job in its own namespace (owner references cannot cross namespaces).
       const ownerKey = (job: V1Job): string[] => {
         const owner = job.metadata?.ownerReferences?.find(
@@ -250,6 +269,15 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
             return job === undefined ? [] : ownerKey(job);
           },
           { changed: podChanged },
+        )
+        .watch(
+          jobEvents,
+          (event) => {
+            const job = jobs.get(`${namespace}/${event.involvedObject.name ?? ''}`);
+            return job === undefined ? [] : ownerKey(job);
+          },
+          // A repeat only counts up: the reconciler reads what the Event says, not how often.
+          { changed: (before, after) => before.message !== after.message },
         );
     }
     return runtime;
@@ -264,12 +292,15 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
 
 type CachedJob = V1Job & { metadata: { name: string } };
 type CachedPod = V1Pod & { metadata: { name: string } };
+type CachedEvent = CoreV1Event & { metadata: { name: string } };
 
 interface Informers {
   readonly builds: Informer<BuildResource>;
   readonly jobs: Informer<CachedJob>;
   readonly pods: Informer<CachedPod>;
   readonly podsByJob: CacheIndex<CachedPod>;
+  readonly jobEvents: Informer<CachedEvent>;
+  readonly eventsByJob: CacheIndex<CachedEvent>;
 }
 
 /** Stops the reconciler's long-running work (log followers) whenever the term ends. */

@@ -239,6 +239,8 @@ interface Given {
   readonly namespaces?: NamespacesByLevel;
   /** A reconcile of this process before this one (its writes are not this row's effects). */
   readonly earlier?: Earlier;
+  /** The Events of the build's Job, as the Events informer holds them. */
+  readonly jobEvents?: readonly CoreV1Event[];
 }
 
 /**
@@ -463,6 +465,34 @@ function terminated(
   });
 }
 /** A Job that completed `seconds` ago. */
+/** A Warning the Job controller recorded on the build's Job `secondsAgo` ago. */
+const jobEvent = (
+  record: BuildEntity,
+  reason: string,
+  message: string,
+  secondsAgo = 5,
+): CoreV1Event => ({
+  metadata: { name: `kiln-${record.id}.${reason.toLowerCase()}`, namespace: NS },
+  involvedObject: {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    name: `kiln-${record.id}`,
+    namespace: NS,
+    uid: 'job-uid',
+  },
+  reason,
+  message,
+  type: reason === 'SuccessfulCreate' ? 'Normal' : 'Warning',
+  count: 3,
+  lastTimestamp: ago(secondsAgo) as unknown as Date,
+});
+
+const QUOTA_REFUSAL =
+  'Error creating: pods "kiln-x-7k2p" is forbidden: exceeded quota: build-quota, requested: pods=1, used: pods=1, limited: pods=1';
+const PSA_REFUSAL =
+  'Error creating: pods "kiln-x-7k2p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "build" must set securityContext.allowPrivilegeEscalation=false)';
+const UNSCHEDULABLE_TIMEOUT_MS = 900_000;
+
 const completedAgo = (seconds: number): V1JobStatus => ({
   succeeded: 1,
   completionTime: ago(seconds) as unknown as Date,
@@ -527,6 +557,8 @@ async function reconcileOnce(given: Given): Promise<Effects> {
       job: (_ns, name) => (cached.job?.metadata?.name === name ? cached.job : undefined),
       podOfJob: (_ns, job) =>
         cached.pod?.metadata?.labels?.['job-name'] === job ? cached.pod : undefined,
+      jobEvents: (_ns, job) =>
+        (given.jobEvents ?? []).filter((event) => event.involvedObject.name === job),
     },
     artifacts: {
       mintUploadTokens: () => Promise.resolve({ sbom: 'sbom-token', scan: 'scan-token' }),
@@ -586,6 +618,7 @@ const TABLE_SETTINGS = {
   namespaces: oneNamespace(NS),
   drainDeadlineMs: DRAIN_DEADLINE_MS,
   imagePullTimeoutMs: PULL_TIMEOUT_MS,
+  unschedulableTimeoutMs: UNSCHEDULABLE_TIMEOUT_MS,
   ttlSecondsAfterFinished: 3_600,
   cancelSettleMs: 1_000,
   follower: { ...DEFAULT_LOG_FOLLOWER_OPTIONS, retryBaseMs: 1, retryMaxMs: 5 },
@@ -1008,6 +1041,156 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
         requeueAfterMs: 30_000,
       },
     },
+  });
+});
+
+describe(`${BuildReconciler.name}: a pod the cluster holds back`, () => {
+  table({
+    'fails with PodRefused at once when Pod Security refuses its pod, and deletes the Job that keeps trying':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, { finalizer: true });
+          return {
+            build,
+            job: world.job(record, build, {}),
+            jobEvents: [jobEvent(record, 'FailedCreate', PSA_REFUSAL)],
+          };
+        },
+        want: {
+          writes: ['delete Job kiln-<id>', 'status Build <id>', 'patch Build <id> finalizers=[]'],
+          status: {
+            state: 'failed',
+            condition: 'False/PodRefused',
+            failureReason: 'PodRefused',
+            message: `the cluster refused the build's pod: ${PSA_REFUSAL.replace('Error creating: ', '')}`,
+            jobName: 'kiln-<id>',
+          },
+          record: 'failed PodRefused',
+          requeueAfterMs: undefined,
+        },
+      },
+    'fails with PodRefused when an admission webhook denies its pod': {
+      given: async () => {
+        const record = await world.running();
+        const build = world.build(record, { finalizer: true });
+        return {
+          build,
+          job: world.job(record, build, {}),
+          jobEvents: [
+            jobEvent(
+              record,
+              'FailedCreate',
+              'Error creating: admission webhook "policy.example.com" denied the request: images must come from registry.example.com',
+            ),
+          ],
+        };
+      },
+      want: { record: 'failed PodRefused' },
+    },
+    'waits for a full quota: its status and its log say so, once': {
+      given: async () => {
+        const record = await world.running();
+        const build = world.build(record, { finalizer: true });
+        return {
+          build,
+          job: world.job(record, build, {}),
+          jobEvents: [jobEvent(record, 'FailedCreate', QUOTA_REFUSAL)],
+        };
+      },
+      want: {
+        writes: ['status Build <id>'],
+        status: {
+          state: 'in_progress',
+          condition: 'Unknown/Running',
+          message: `waiting for the cluster (ClusterQuota): ${QUOTA_REFUSAL.replace('Error creating: ', '')}`,
+          jobName: 'kiln-<id>',
+        },
+        kilnLines: [
+          `[kiln] waiting for the cluster (ClusterQuota): ${QUOTA_REFUSAL.replace('Error creating: ', '')}`,
+        ],
+        record: 'in_progress',
+        requeueAfterMs: undefined,
+      },
+    },
+    'no longer waits for the quota once the Job made its pod after the refusal': {
+      given: async () => {
+        const record = await world.running();
+        const build = world.build(record, { finalizer: true });
+        return {
+          build,
+          job: world.job(record, build, { active: 1 }),
+          jobEvents: [
+            jobEvent(record, 'FailedCreate', QUOTA_REFUSAL, 30),
+            jobEvent(record, 'SuccessfulCreate', 'Created pod: kiln-x-7k2p', 2),
+          ],
+        };
+      },
+      want: { kilnLines: [], record: 'in_progress' },
+    },
+    'waits while no node fits its pod, and looks again when KILN_OPERATOR_UNSCHEDULABLE_SECONDS runs out':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, { finalizer: true });
+          const pod = world.pod(record, 'Pending', {
+            init: [waiting('source', 'PodInitializing')],
+            build: waiting('build', 'PodInitializing'),
+          });
+          pod.status!.initContainerStatuses = [];
+          pod.status!.containerStatuses = [];
+          pod.status!.conditions = [
+            {
+              type: 'PodScheduled',
+              status: 'False',
+              reason: 'Unschedulable',
+              message: '0/3 nodes are available: 3 Insufficient cpu.',
+              lastTransitionTime: ago(60) as unknown as Date,
+            },
+          ];
+          return { build, job: world.job(record, build, { active: 1 }), pod };
+        },
+        want: {
+          kilnLines: [
+            '[kiln] waiting for the cluster (Unschedulable): 0/3 nodes are available: 3 Insufficient cpu.',
+          ],
+          record: 'in_progress',
+          requeueAfterMs: UNSCHEDULABLE_TIMEOUT_MS - 60_000,
+        },
+      },
+    'fails with Unschedulable once no node fitted its pod for KILN_OPERATOR_UNSCHEDULABLE_SECONDS':
+      {
+        given: async () => {
+          const record = await world.running();
+          const build = world.build(record, { finalizer: true });
+          const pod = world.pod(record, 'Pending', {
+            init: [waiting('source', 'PodInitializing')],
+            build: waiting('build', 'PodInitializing'),
+          });
+          pod.status!.conditions = [
+            {
+              type: 'PodScheduled',
+              status: 'False',
+              reason: 'Unschedulable',
+              message: '0/3 nodes are available: 3 Insufficient cpu.',
+              lastTransitionTime: ago(UNSCHEDULABLE_TIMEOUT_MS / 1000 + 1) as unknown as Date,
+            },
+          ];
+          return { build, job: world.job(record, build, { active: 1 }), pod };
+        },
+        want: {
+          writes: ['delete Job kiln-<id>', 'status Build <id>', 'patch Build <id> finalizers=[]'],
+          status: {
+            state: 'failed',
+            condition: 'False/Unschedulable',
+            failureReason: 'Unschedulable',
+            message:
+              "no node could run the build's pod for 900 s (KILN_OPERATOR_UNSCHEDULABLE_SECONDS): 0/3 nodes are available: 3 Insufficient cpu.",
+            jobName: 'kiln-<id>',
+          },
+          record: 'failed Unschedulable',
+        },
+      },
   });
 });
 

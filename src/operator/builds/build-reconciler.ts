@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import { buildObjectName } from '../../build-methods/job.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
@@ -8,6 +8,7 @@ import { BuildEvents } from './build-events.js';
 import { foreignController, JobAssembler } from './job-assembler.js';
 import { LogDrains } from './log-drain.js';
 import { type JobOutcome, outcomeOf, type PushedReport, pullFailingSince } from './outcome.js';
+import { podWaitOf } from './pod-wait.js';
 import { namespaceOf, type ReconcilerDeps } from './reconciler-ports.js';
 import { RefusedBuild } from './refused-build.js';
 import { Registration } from './registration.js';
@@ -23,6 +24,9 @@ export {
   type ReconcilerSettings,
 } from './reconciler-ports.js';
 export { LOGS_FINALIZER };
+
+/** Failures of a build whose builder never ran: there is no log to wait for. */
+const NEVER_RAN = new Set(['ImagePullFailed', 'PodRefused', 'Unschedulable']);
 
 /** A waiting build is looked at again this often even if no admission pass wakes it. */
 const WAITING_RECHECK_MS = 300_000;
@@ -54,6 +58,8 @@ export class BuildReconciler {
   private readonly waiting = new Map<string, string>();
   /** Builds with a Job whose slot admission counts (adopted when their Job predates it). */
   private readonly counted = new Set<string>();
+  /** What each build's pod was last told to wait for (admission has it; a change is a line). */
+  private readonly told = new Map<string, string>();
   private readonly unwatch: () => void;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -214,23 +220,59 @@ export class BuildReconciler {
       resource.status?.podName !== undefined ||
       this.drains.isFollowing(record.id);
     const pullSince = pullFailingSince(pod);
+    const podWait = podWaitOf(job, pod, this.deps.caches.jobEvents(namespace, jobName));
+    const { settings } = this.deps;
     const outcome = outcomeOf(job, pod, {
       nowMs: this.now(),
       pullFailingSinceMs: pullSince,
-      imagePullTimeoutMs: this.deps.settings.imagePullTimeoutMs,
+      imagePullTimeoutMs: settings.imagePullTimeoutMs,
       podSeen,
       timeoutSeconds: record.spec.timeoutSeconds,
+      podWait,
+      unschedulableTimeoutMs: settings.unschedulableTimeoutMs,
     });
     if (outcome === undefined) {
-      await this.mirror.mirror(resource, record, { jobName, podName: pod?.metadata?.name });
-      // No event marks the pull timeout: look again when it runs out.
-      if (pullSince === undefined) return;
-      return { requeueAfterMs: pullSince + this.deps.settings.imagePullTimeoutMs - this.now() };
+      const waits = podWait?.kind === 'waits' ? podWait : undefined;
+      await this.tell(record.id, waits);
+      await this.mirror.mirror(resource, record, {
+        jobName,
+        podName: pod?.metadata?.name,
+        ...(waits === undefined
+          ? {}
+          : { message: `waiting for the cluster (${waits.reason}): ${waits.message}` }),
+      });
+      // No event marks the pull or scheduling timeout: look again when it runs out.
+      const due = [
+        pullSince === undefined ? undefined : pullSince + settings.imagePullTimeoutMs,
+        waits?.reason === 'Unschedulable' && waits.sinceMs !== undefined
+          ? waits.sinceMs + settings.unschedulableTimeoutMs
+          : undefined,
+      ].filter((at): at is number => at !== undefined);
+      if (due.length === 0) return;
+      return { requeueAfterMs: Math.max(0, Math.min(...due) - this.now()) };
     }
     const wait = await this.drain(record, outcome, { pod, podSeen });
     if (wait !== undefined) return { requeueAfterMs: wait };
     const ended = await transition(this.deps.lifecycle, record, () => this.record(record, outcome));
     return this.ended(key, resource, ended);
+  }
+
+  /**
+   * Tells admission what the build's pod waits for in the cluster (undefined: nothing), when that
+   * changed since this process last told it: admission writes it to the build's `queue` and one
+   * `[kiln]` line to its log per change, never one per Event.
+   */
+  private async tell(
+    buildId: string,
+    wait: { readonly reason: string; readonly message: string } | undefined,
+  ): Promise<void> {
+    const said = wait === undefined ? '' : `${wait.reason}\n${wait.message}`;
+    if ((this.told.get(buildId) ?? '') === said) return;
+    await this.deps.admission.clusterWait(
+      buildId,
+      wait === undefined ? undefined : { reason: wait.reason, message: wait.message },
+    );
+    this.told.set(buildId, said);
   }
 
   /**
@@ -274,7 +316,7 @@ export class BuildReconciler {
     { pod, podSeen }: { pod: V1Pod | undefined; podSeen: boolean },
   ): Promise<number | undefined> {
     // A builder that never started printed nothing: what earlier containers printed is stored.
-    if (outcome.kind === 'failed' && outcome.reason === 'ImagePullFailed') {
+    if (outcome.kind === 'failed' && NEVER_RAN.has(outcome.reason)) {
       await this.drains.stop(record.id);
       return undefined;
     }
@@ -381,8 +423,9 @@ export class BuildReconciler {
     const wait = await this.drains.drained(record.id, pod === undefined);
     if (wait !== undefined) return { requeueAfterMs: wait };
     if (job !== undefined) await this.jobs.own(namespace, record.id, job);
-    if (job !== undefined && (job.status?.active ?? 0) > 0) {
-      // Ended while its pod still runs (an image that cannot be pulled): stop it.
+    if (job !== undefined && !jobFinished(job)) {
+      // Ended while its Job still runs, or still tries to make its pod (an image that cannot be
+      // pulled, a pod the cluster refuses or cannot place): stop it.
       await this.deps.workloads.deleteJob(namespace, jobName);
     } else if (job !== undefined && job.spec?.ttlSecondsAfterFinished === undefined) {
       await this.deps.workloads.patchJob(namespace, jobName, {
@@ -398,8 +441,16 @@ export class BuildReconciler {
   private forget(buildId: string): void {
     this.waiting.delete(buildId);
     this.counted.delete(buildId);
+    this.told.delete(buildId);
     this.drains.forget(buildId);
     this.jobs.forget(buildId);
     this.masking.forget(buildId);
   }
+}
+
+/** Whether the Job reached its end (Complete or Failed): it makes no more pods. */
+function jobFinished(job: V1Job): boolean {
+  return (job.status?.conditions ?? []).some(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
 }

@@ -5,6 +5,7 @@ import { pushedFromMessage, type ReportingStep } from '../../steps/pushed-image.
 import { type PushedImages } from '../../manifest/formats.js';
 import type { FailureReason } from '../../manifest/failure-reasons.js';
 import { containerStatusesOf } from './pod-state.js';
+import type { PodWait } from './pod-wait.js';
 
 /**
  * What the step that reports the push (`image-ref`, or `s3-upload` for registry_type s3) said a
@@ -51,6 +52,9 @@ interface Facts {
   readonly imagePullTimeoutMs: number;
   readonly podSeen: boolean;
   readonly timeoutSeconds: number;
+  /** What holds the pod back (podWaitOf): a refusal ends the build, unschedulable in time. */
+  readonly podWait?: PodWait | undefined;
+  readonly unschedulableTimeoutMs?: number;
 }
 
 function endingOf(job: V1Job, pod: V1Pod | undefined, facts: Facts): Ending | undefined {
@@ -59,6 +63,23 @@ function endingOf(job: V1Job, pod: V1Pod | undefined, facts: Facts): Ending | un
   if (holds('Complete') !== undefined) return { kind: 'success', pushed: pushedOf(job, pod) };
   const failed = holds('Failed');
 
+  const { podWait } = facts;
+  if (podWait?.kind === 'refused') {
+    return { kind: 'failed', reason: 'PodRefused', message: podWait.message };
+  }
+  if (
+    podWait?.kind === 'waits' &&
+    podWait.reason === 'Unschedulable' &&
+    podWait.sinceMs !== undefined &&
+    facts.unschedulableTimeoutMs !== undefined &&
+    facts.nowMs - podWait.sinceMs >= facts.unschedulableTimeoutMs
+  ) {
+    return {
+      kind: 'failed',
+      reason: 'Unschedulable',
+      message: `no node could run the build's pod for ${Math.round(facts.unschedulableTimeoutMs / 1000)} s (KILN_OPERATOR_UNSCHEDULABLE_SECONDS): ${podWait.message}`,
+    };
+  }
   if (failed?.reason === 'DeadlineExceeded') {
     return {
       kind: 'failed',

@@ -40,8 +40,8 @@ export function containerStates(
 
 /**
  * What the reconciler reads of a pod, as one comparable string: its labels, deletion, phase and
- * reason, and each container's state (kind, exit, waiting reason). Readiness, conditions and
- * annotations are left out: a sidecar's readiness flapping or a probe's annotation changes none of
+ * reason, whether the scheduler placed it (PodScheduled), and each container's state (kind,
+ * exit, waiting reason and message). Readiness, other conditions and annotations are left out: a sidecar's readiness flapping or a probe's annotation changes none of
  * them, and must not cost a reconcile (a pod written to every second is not reconciled every
  * second).
  */
@@ -52,6 +52,7 @@ export function podFacts(pod: V1Pod): string {
     phase: pod.status?.phase,
     reason: pod.status?.reason,
     message: pod.status?.message,
+    scheduled: scheduledOf(pod),
     containers: containerStatusesOf(pod).map(({ name, state }) => ({
       name,
       running: state?.running?.startedAt,
@@ -61,8 +62,17 @@ export function podFacts(pod: V1Pod): string {
         finishedAt: state.terminated.finishedAt,
       },
       waiting: state?.waiting?.reason,
+      waitingMessage: state?.waiting?.message,
     })),
   });
+}
+
+/** The pod's PodScheduled condition, as the reconciler reads it (not its probe times). */
+function scheduledOf(pod: V1Pod): string | undefined {
+  const condition = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  return condition === undefined
+    ? undefined
+    : `${condition.status}/${condition.reason ?? ''}/${condition.message ?? ''}`;
 }
 
 /** An update predicate for the informer of build pods: true when a fact the reconciler reads changed. */

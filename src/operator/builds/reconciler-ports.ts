@@ -1,4 +1,4 @@
-import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { JobSettings } from '../../build-methods/job.js';
 import type { NamespacesByLevel } from '../../build-methods/namespaces.js';
@@ -22,6 +22,8 @@ export interface ReconcilerCaches {
   build(key: string): BuildResource | undefined;
   job(namespace: string, name: string): V1Job | undefined;
   podOfJob(namespace: string, job: string): V1Pod | undefined;
+  /** The Events whose involved object is the Job of that name (any order). */
+  jobEvents(namespace: string, job: string): readonly CoreV1Event[];
 }
 
 export interface ReconcilerSettings {
@@ -35,6 +37,8 @@ export interface ReconcilerSettings {
   readonly drainDeadlineMs: number;
   /** How long a builder image may fail to pull before the build fails with ImagePullFailed. */
   readonly imagePullTimeoutMs: number;
+  /** How long a build's pod may find no node before the build fails with Unschedulable. */
+  readonly unschedulableTimeoutMs: number;
   /** Set on a build's Job once its logs are stored, so Kubernetes removes it. */
   readonly ttlSecondsAfterFinished: number;
   /** How long a cancelled build's log is read on before its Job is deleted. */
@@ -45,6 +49,7 @@ export interface ReconcilerSettings {
 export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job' | 'namespaces'> = {
   drainDeadlineMs: 120_000,
   imagePullTimeoutMs: 300_000,
+  unschedulableTimeoutMs: 900_000,
   ttlSecondsAfterFinished: 3_600,
   cancelSettleMs: 1_000,
   follower: DEFAULT_LOG_FOLLOWER_OPTIONS,
