@@ -8,6 +8,7 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { parse as parseYaml } from 'yaml';
+import { AdmissionWebhooks } from './admission-webhooks.js';
 import { validateRules } from './cel.js';
 import {
   alreadyExists,
@@ -44,12 +45,15 @@ import {
   valueAt,
   type ManagedFieldsEntry,
 } from './managed-fields.js';
+import { EventRecorder, type EventNote, type EventSource } from './events.js';
 import { openApiV2, openApiV3Document, openApiV3Index } from './openapi.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
+import { podSecurityDetail, podSecurityPolicy, policyName } from './pod-security-admission.js';
 import { decodeKubernetesProtobuf, PROTOBUF, ProtobufError } from './protobuf.js';
+import { admitPodToQuotas, FakeResourceQuotaController } from './quota.js';
 import { builtInResources, crdsInDirectory, resourcesOfCrd } from './resources.js';
 import { pruneAndDefault, unknownFields, validateSchema } from './schema.js';
-import { FieldSelector, LabelSelector } from './selectors.js';
+import { EVENT_FIELDS, FieldSelector, LabelSelector } from './selectors.js';
 import { ObjectStore, type StoredEvent, type WatchEventType } from './store.js';
 import { toTable } from './tables.js';
 import { generateTlsMaterial, type TlsMaterial } from './tls.js';
@@ -102,6 +106,13 @@ export interface KubeApiServerOptions {
   kubelet?: FakeKubeletOptions | false;
   /** The fake Job controller (creates and counts a Job's pods); `false` turns it off. */
   jobController?: FakeJobControllerOptions | false;
+  /**
+   * Run the quota controller, which keeps each ResourceQuota's `status.hard` and `status.used`
+   * (quota.ts). Off by default: without it quotas have no status and so, as in a cluster whose
+   * controller has not synced them, limit nothing. Pod creates over a quota are refused only
+   * with it on (`resourceQuotaController.enabled` switches it at run time).
+   */
+  resourceQuotaController?: boolean;
 }
 
 export interface RecordedRequest {
@@ -195,7 +206,9 @@ const pathMatches = (pattern: string | RegExp | undefined, path: string): boolea
  * and validation in builtin-rules.ts) and every stored CRD: creating one serves its resources,
  * deleting one stops that and deletes its objects. Tests drive it through client-node or kubectl
  * and inspect or perturb it through the control methods (`object`, `seed`, `requestCount`,
- * `failNext`, `closeWatches`, `compact`).
+ * `failNext`, `closeWatches`, `compact`). Creates pass validating admission as on a real server:
+ * PodSecurity by the namespace's labels, validating webhooks (a fault hook: `admissionWebhooks`)
+ * and ResourceQuota for pods; its controllers report in core/v1 Events (events.ts).
  */
 export class KubeApiServer implements ClusterHost {
   readonly store: ObjectStore;
@@ -203,6 +216,14 @@ export class KubeApiServer implements ClusterHost {
   readonly kubelet: FakeKubelet;
   /** The fake Job controller; `enabled = false` stops it from acting (per test). */
   readonly jobController: FakeJobController;
+  /** The quota controller (see KubeApiServerOptions.resourceQuotaController). */
+  readonly resourceQuotaController: FakeResourceQuotaController;
+  /**
+   * Fault hook for validating admission webhooks: `admissionWebhooks.deny({ name, message })`
+   * makes matching creates (a controller's too) fail as a denying webhook makes them fail.
+   */
+  readonly admissionWebhooks = new AdmissionWebhooks();
+  private readonly eventRecorder: EventRecorder;
   readonly requests: RecordedRequest[] = [];
   private readonly builtIns = builtInResources();
   /** The resources of each stored CRD, by CRD name, kept in step with the store. */
@@ -228,6 +249,7 @@ export class KubeApiServer implements ClusterHost {
 
   private constructor(private readonly options: KubeApiServerOptions) {
     this.store = new ObjectStore(options.historyLimit ?? 1000);
+    this.eventRecorder = new EventRecorder(this.store);
     // A CRD is an object like any other: creating, changing or deleting one (by any path: a
     // request, `seed`, the garbage collector) changes what the server serves from then on.
     this.store.subscribe((event) => {
@@ -261,6 +283,8 @@ export class KubeApiServer implements ClusterHost {
       options.jobController === false ? {} : options.jobController,
     );
     this.jobController.enabled = options.jobController !== false;
+    this.resourceQuotaController = new FakeResourceQuotaController(this.store);
+    this.resourceQuotaController.enabled = options.resourceQuotaController === true;
     // Logs live as long as their pod object.
     this.store.subscribe((event) => {
       if (event.resource !== storageKey(this.typeOf('', 'pods')) || event.type !== 'DELETED')
@@ -299,6 +323,7 @@ export class KubeApiServer implements ClusterHost {
   async stop(): Promise<void> {
     this.kubelet.stop();
     this.jobController.stop();
+    this.resourceQuotaController.stop();
     this.closeWatches();
     for (const follower of [...this.logFollowers]) follower.stop();
     for (const socket of this.sockets) socket.destroy();
@@ -617,6 +642,14 @@ export class KubeApiServer implements ClusterHost {
     if (!this.store.get(storageKey(type), namespace, name)) return;
     const ctx = this.internalCtx(type, namespace, 'kube-controller-manager');
     this.delete(ctx, name, { propagationPolicy: policy });
+  }
+
+  /**
+   * ClusterHost: an Event about an object, as a component's event recorder writes it (events.ts:
+   * the same note again bumps count and lastTimestamp of one Event).
+   */
+  recordEvent(involved: KubeObject, source: EventSource, note: EventNote): KubeObject {
+    return this.eventRecorder.record(involved, source, note);
   }
 
   /** ClusterHost: the kubelet's final removal of a terminated pod. */
@@ -1090,11 +1123,19 @@ export class KubeApiServer implements ClusterHost {
   }
 
   private selectors(ctx: Ctx): { labels: LabelSelector; fields: FieldSelector } {
+    const core = ctx.type.group === '';
+    const fields =
+      core && ctx.type.kind === 'Pod'
+        ? ['spec.nodeName', 'status.phase', 'spec.restartPolicy']
+        : core && ctx.type.kind === 'Event'
+          ? Object.keys(EVENT_FIELDS)
+          : [];
     return {
       labels: LabelSelector.parse(ctx.query.get('labelSelector') ?? undefined),
       fields: FieldSelector.parse(
         ctx.query.get('fieldSelector') ?? undefined,
-        ctx.type.kind === 'Pod' ? ['spec.nodeName', 'status.phase', 'spec.restartPolicy'] : [],
+        fields,
+        core && ctx.type.kind === 'Event' ? EVENT_FIELDS : {},
       ),
     };
   }
@@ -1435,12 +1476,68 @@ export class KubeApiServer implements ClusterHost {
     if (!type.custom) prepareBuiltInForCreate(object);
     object = this.schemaPipeline(ctx, object);
     this.validate(ctx, object, undefined);
+    this.admit(ctx, object);
     const manager = this.manager(ctx, 'unknown');
     const fields = fieldSetOf(object as unknown as JsonObject);
     object.metadata.managedFields = [
       this.entry(ctx, manager, operation, fields),
     ] as unknown as JsonObject[];
     return this.persist(ctx, object);
+  }
+
+  /**
+   * Validating admission of a create, in kube-apiserver's plugin order: PodSecurity, then the
+   * validating webhooks (admissionWebhooks), then ResourceQuota. A controller's creates come
+   * through here too, so what refuses a pod refuses a Job's pod alike.
+   */
+  private admit(ctx: Ctx, object: KubeObject): void {
+    const { type } = ctx;
+    const isPod = type.group === '' && type.kind === 'Pod';
+    this.podSecurity(ctx, object, isPod);
+    const denial = this.admissionWebhooks.check(type.plural, ctx.namespace, ctx.dryRun);
+    if (denial) throw denial;
+    if (isPod) admitPodToQuotas(this.store, object, { dryRun: ctx.dryRun });
+  }
+
+  /**
+   * PodSecurity admission: a pod the namespace's enforce level forbids is refused; one its warn
+   * level forbids gets a warning. For workloads (their pod template) only the warning: enforcing
+   * is left to the pods, so a Job is created and its pods are refused (FailedCreate).
+   */
+  private podSecurity(ctx: Ctx, object: KubeObject, isPod: boolean): void {
+    const templated = ['batch/Job', 'apps/Deployment', 'apps/StatefulSet'].includes(
+      `${ctx.type.group}/${ctx.type.kind}`,
+    );
+    if ((!isPod && !templated) || ctx.namespace === undefined) return;
+    const namespace = this.store.get('/namespaces', undefined, ctx.namespace);
+    const policy = podSecurityPolicy(namespace?.metadata.labels);
+    const pod = isPod
+      ? { spec: object.spec, metadata: object.metadata }
+      : (() => {
+          const spec = isObject(object.spec ?? null) ? (object.spec as JsonObject) : {};
+          const template = isObject(spec.template ?? null) ? (spec.template as JsonObject) : {};
+          return { spec: template.spec, metadata: template.metadata };
+        })();
+    const spec = isObject(pod.spec ?? null) ? (pod.spec as JsonObject) : {};
+    const meta = isObject(pod.metadata ?? null) ? (pod.metadata as JsonObject) : {};
+    const annotations = isObject(meta.annotations ?? null)
+      ? (meta.annotations as Record<string, string>)
+      : {};
+    if (isPod) {
+      const refused = podSecurityDetail(policy.enforce, spec, { annotations });
+      if (refused !== undefined) {
+        const name = object.metadata.name ?? '';
+        throw new StatusError(
+          403,
+          'Forbidden',
+          `pods "${name}" is forbidden: violates PodSecurity "${policyName(policy.enforce)}": ${refused}`,
+          { name, kind: 'pods' },
+        );
+      }
+    }
+    const warned = podSecurityDetail(policy.warn, spec, { annotations });
+    if (warned !== undefined)
+      ctx.warnings.push(`would violate PodSecurity "${policyName(policy.warn)}": ${warned}`);
   }
 
   private entry(

@@ -70,6 +70,29 @@ export const PROMISED: Readonly<Record<string, readonly Verb[]>> = {
   'kiln.dev/builds/status': ['get', 'update', 'patch'],
 };
 
+/**
+ * Field selectors promised in list and watch, by resource, beyond `metadata.name` and
+ * `metadata.namespace` (which every resource takes): for Events, every field the real registry
+ * makes selectable (pkg/registry/core/event/strategy.go ToSelectableFields), so that "why does my
+ * build's pod not run" can be asked as kubectl and client-go ask it (`involvedObject.uid=…`,
+ * `reason=FailedCreate`, `type=Warning`). test/kube-double/events.spec.ts checks each one.
+ */
+export const PROMISED_FIELD_SELECTORS: Readonly<Record<string, readonly string[]>> = {
+  'core/events': [
+    'involvedObject.kind',
+    'involvedObject.name',
+    'involvedObject.uid',
+    'involvedObject.namespace',
+    'involvedObject.apiVersion',
+    'involvedObject.resourceVersion',
+    'involvedObject.fieldPath',
+    'reason',
+    'reportingComponent',
+    'source',
+    'type',
+  ],
+};
+
 /** Paths outside the resource API that clients read: discovery, OpenAPI, version, health. */
 export const PROMISED_PATHS: readonly RegExp[] = [
   /^\/version$/,

@@ -42,7 +42,8 @@ export class StatusError extends Error {
       metadata: {},
       status: 'Failure',
       message: this.message,
-      reason: this.reason,
+      // A webhook may deny without a reason; the real Status then has none.
+      ...(this.reason !== '' ? { reason: this.reason } : {}),
       ...(this.details ? { details: this.details } : {}),
       code: this.code,
     };

@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { StatusError } from './errors.js';
+import type { EventNote, EventSource } from './events.js';
 import type { ObjectStore, StoredEvent } from './store.js';
 import { clone, isObject, type JsonObject, type KubeObject } from './types.js';
 
@@ -49,10 +51,26 @@ export interface ContainerScript {
   /** Keep running at least this long after starting (a quiet build), default 0. */
   runMs?: number;
   /**
-   * The image cannot be pulled: the container stays waiting (`ImagePullBackOff` with this
-   * message) and never starts, until the pod is deleted or killed by a deadline.
+   * The image cannot be pulled: the container stays waiting and never starts, until the pod is
+   * deleted or killed by a deadline. As on a node, it waits first with reason `ErrImagePull`
+   * (message: this text), then, `backOffMs` later, with `ImagePullBackOff` (message
+   * `Back-off pulling image "<image>": <this text>`); the pod gets the kubelet's Events: Normal
+   * `Pulling`, Warning `Failed` `Failed to pull image "<image>": <this text>`, Warning `Failed`
+   * `Error: ErrImagePull`, then Normal `BackOff` `Back-off pulling image "<image>"` and Warning
+   * `Failed` `Error: ImagePullBackOff`, these two again (count + 1) at each back-off step. The
+   * double does not pull again after the back-off (a real node does, and shows `ErrImagePull`
+   * again for a moment each time).
    */
   pullError?: string;
+  /**
+   * The scheduler finds no node for the pod (any container's script saying so makes the whole pod
+   * unschedulable): it stays Pending without a node, with condition PodScheduled False
+   * `Unschedulable` and this message (default DEFAULT_UNSCHEDULABLE_MESSAGE), and a Warning
+   * `FailedScheduling` Event from `default-scheduler`. With `forMs` it is scheduled after that
+   * long (a Normal `Scheduled` Event) and runs as usual; without, until it is deleted (at once:
+   * a pod on no node has nothing to stop).
+   */
+  unschedulable?: true | string | { message?: string; forMs?: number };
   /** Never exit on its own: runs until the pod is deleted, evicted or killed by a deadline. */
   hang?: boolean;
   /** Exit code at the end (default 0). */
@@ -83,7 +101,10 @@ export interface ContainerRunContext {
   readonly container: string;
   readonly command: readonly string[];
   readonly args: readonly string[];
-  /** Unresolvable references (a missing Secret or key) are left out, as `optional: true` would. */
+  /**
+   * Unresolvable references (a missing Secret or key) are left out: optional ones always, others
+   * when the kubelet ignores them (`unresolvedReferences: 'ignore'`, else the container waits).
+   */
   readonly env: Readonly<Record<string, string>>;
   /**
    * mountPath → host directory; and the container's terminationMessagePath → a host file, which
@@ -101,6 +122,10 @@ export function hostPath(context: ContainerRunContext, path: string): string {
   }
   throw new Error(`${path} is on no volume of container ${context.container}`);
 }
+
+/** What a one-node cluster's scheduler says of a pod asking for more cpu than the node has. */
+export const DEFAULT_UNSCHEDULABLE_MESSAGE =
+  '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.';
 
 export const DEFAULT_EVICTION_MESSAGE =
   'The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 512Mi. Container build was using 10Gi, request is 0, has larger consumption of ephemeral-storage. ';
@@ -195,12 +220,17 @@ export interface ClusterHost {
   ): void;
   /** Removes a pod for good (the kubelet's final delete after termination). */
   removePod(namespace: string, name: string): void;
+  /** Writes an Event about an object, aggregated as client-go's recorder does (events.ts). */
+  recordEvent(involved: KubeObject, source: EventSource, note: EventNote): KubeObject;
   appendLog(namespace: string, pod: string, container: string, lines: string[], at?: bigint): void;
 }
 
 const PODS = '/pods';
 const JOBS = 'batch/jobs';
 const NODE = 'kiln-double-node';
+const KUBELET: EventSource = { component: 'kubelet', host: NODE };
+const SCHEDULER: EventSource = { component: 'default-scheduler' };
+const JOB_CONTROLLER: EventSource = { component: 'job-controller' };
 
 const obj = (value: unknown): JsonObject => (isObject(value) ? value : {});
 const list = (value: unknown): JsonObject[] =>
@@ -257,6 +287,8 @@ interface PodRun {
   /** Set when the pod is being killed (deletion, eviction, deadline). */
   killed?: 'deleted' | 'evicted';
   evictionMessage?: string;
+  /** Bound to the node: false while the scheduler finds no place for it (`unschedulable`). */
+  scheduled: boolean;
   done: boolean;
   /** Host directories of the pod's volumes, made when a `run` hook first needs them. */
   volumesDir?: string;
@@ -269,13 +301,39 @@ export interface FakeKubeletOptions {
   unknownImageRunMs?: number;
   /** A deleted pod stays (Failed, with deletionTimestamp) this long after its containers stop. Default 50 ms. */
   terminationDelayMs?: number;
+  /**
+   * The first back-off step of the kubelet's retries (an image pull, a container whose Secret or
+   * ConfigMap is missing, a volume that cannot be mounted); each step doubles it, up to
+   * `maxBackOffMs`. A node starts at 10 s and stops at 5 min. Default 100 ms.
+   */
+  backOffMs?: number;
+  /** The longest back-off step. Default 2000 ms. */
+  maxBackOffMs?: number;
+  /**
+   * What a reference to a Secret or ConfigMap (or a key of one) that does not exist does, unless
+   * it is `optional: true`:
+   *
+   * - `'wait'`, as a node does: an env or envFrom reference keeps its container waiting with
+   *   reason `CreateContainerConfigError` (message `secret "x" not found`, or
+   *   `couldn't find key k in Secret ns/x`) and a Warning `Failed` Event `Error: <that>`; a
+   *   Secret or ConfigMap volume keeps every container of the pod from being created, with
+   *   Warning `FailedMount` Events `MountVolume.SetUp failed for volume "v" : secret "x" not
+   *   found`. Both are retried with back-off and go on once the object or key appears.
+   * - `'ignore'` (the default, the double's old shortcut): the container starts and the reference
+   *   is left out, as if it were optional. Suites written against that (operator.spec.ts applies
+   *   samples naming registry credentials Secrets it never creates) keep working.
+   */
+  unresolvedReferences?: 'wait' | 'ignore';
 }
 
 /**
  * The fake kubelet of the single node `kiln-double-node`. It runs every pod that has a controller
  * ownerReference to a Job (bare pods stay under the test's control, as before): Pending →
  * init containers in order → Running → Succeeded/Failed, each container following the script
- * registered for its image. Output goes to `pods/log` with nanosecond timestamps.
+ * registered for its image. Output goes to `pods/log` with nanosecond timestamps. It also plays
+ * the scheduler (`Scheduled`, or `FailedScheduling` for an `unschedulable` script), and reports
+ * as a node does, in Events on the pod: image pulls that fail, Secrets and ConfigMaps that are
+ * missing (with `unresolvedReferences: 'wait'`), evictions.
  */
 export class FakeKubelet {
   enabled = true;
@@ -292,6 +350,9 @@ export class FakeKubelet {
       startDelayMs: options.startDelayMs ?? 20,
       unknownImageRunMs: options.unknownImageRunMs ?? 50,
       terminationDelayMs: options.terminationDelayMs ?? 50,
+      backOffMs: options.backOffMs ?? 100,
+      maxBackOffMs: options.maxBackOffMs ?? 2000,
+      unresolvedReferences: options.unresolvedReferences ?? 'ignore',
     };
     this.unsubscribe = host.store.subscribe((event) => this.onEvent(event));
   }
@@ -318,10 +379,13 @@ export class FakeKubelet {
     return [...this.runs.values()].filter((r) => !r.done).map((r) => `${r.namespace}/${r.name}`);
   }
 
-  /** True while the kubelet runs this pod's containers (its deletion is then graceful). */
+  /**
+   * True while the kubelet runs this pod's containers (its deletion is then graceful); a pod the
+   * scheduler has not placed yet is on no kubelet.
+   */
   isRunning(namespace: string, name: string, uid: string): boolean {
     const run = this.runs.get(`${namespace}/${name}`);
-    return run !== undefined && run.uid === uid && !run.done;
+    return run !== undefined && run.uid === uid && run.scheduled && !run.done;
   }
 
   /** Evicts a running pod now, as the node-pressure eviction manager would. */
@@ -362,6 +426,7 @@ export class FakeKubelet {
       name: pod.metadata.name ?? '',
       uid: pod.metadata.uid ?? '',
       abort: new AbortController(),
+      scheduled: this.unschedulable(pod) === undefined,
       done: false,
     };
     this.runs.set(key, started);
@@ -390,7 +455,168 @@ export class FakeKubelet {
     if (run.killed) return;
     run.killed = why;
     if (message !== undefined) run.evictionMessage = message;
+    // The eviction manager tells the pod why, before its containers are stopped.
+    if (why === 'evicted')
+      this.podEvent(run, {
+        type: 'Warning',
+        reason: 'Evicted',
+        message: message ?? DEFAULT_EVICTION_MESSAGE,
+      });
     run.abort.abort();
+  }
+
+  /** The scheduler's verdict when a script of one of the pod's images says it finds no node. */
+  private unschedulable(pod: KubeObject): { message: string; forMs?: number } | undefined {
+    const spec = obj(pod.spec);
+    for (const c of [...list(spec.initContainers), ...list(spec.containers)]) {
+      const image = str(c.image);
+      const said = (this.scripts.get(image) ?? this.scripts.get(repositoryOf(image)))
+        ?.unschedulable;
+      if (said === undefined) continue;
+      if (said === true) return { message: DEFAULT_UNSCHEDULABLE_MESSAGE };
+      if (typeof said === 'string') return { message: said };
+      return {
+        message: said.message ?? DEFAULT_UNSCHEDULABLE_MESSAGE,
+        ...(said.forMs !== undefined ? { forMs: said.forMs } : {}),
+      };
+    }
+    return undefined;
+  }
+
+  /** An Event about the pod of this run (none once the pod is gone or replaced). */
+  private podEvent(run: PodRun, note: EventNote, source: EventSource = KUBELET): void {
+    const pod = this.host.store.get(PODS, run.namespace, run.name);
+    if (pod?.metadata.uid === run.uid) this.host.recordEvent(pod, source, note);
+  }
+
+  /**
+   * The scheduler's part: an unschedulable pod stays Pending with PodScheduled False until its
+   * `forMs` is over (false when it was deleted meanwhile); then, as for every pod, `Scheduled`.
+   */
+  private async schedule(run: PodRun, pod: KubeObject): Promise<boolean> {
+    const verdict = this.unschedulable(pod);
+    if (verdict !== undefined) {
+      this.patchPod(run, (_p, status) => {
+        status.phase = 'Pending';
+        status.conditions = setCondition(
+          list(status.conditions),
+          condition('PodScheduled', 'False', 'Unschedulable', verdict.message),
+        );
+      });
+      this.podEvent(
+        run,
+        { type: 'Warning', reason: 'FailedScheduling', message: verdict.message },
+        SCHEDULER,
+      );
+      try {
+        await this.sleep(run, verdict.forMs ?? 2 ** 31 - 1);
+      } catch (error) {
+        if (error instanceof Cancelled) return false;
+        throw error;
+      }
+    }
+    run.scheduled = true;
+    this.podEvent(
+      run,
+      {
+        type: 'Normal',
+        reason: 'Scheduled',
+        message: `Successfully assigned ${run.namespace}/${run.name} to ${NODE}`,
+      },
+      SCHEDULER,
+    );
+    return true;
+  }
+
+  /** Sleeps through the kubelet's back-off: `backOffMs`, doubling up to `maxBackOffMs`. */
+  private async backOff(run: PodRun, step: number): Promise<number> {
+    await this.sleep(run, step);
+    return Math.min(step * 2, this.options.maxBackOffMs);
+  }
+
+  /**
+   * Volumes whose Secret or ConfigMap (or a key its `items` name) is missing cannot be set up: no
+   * container is created, and each try is a Warning `FailedMount` Event, until they appear.
+   */
+  private async mountVolumes(run: PodRun, spec: JsonObject): Promise<void> {
+    if (this.options.unresolvedReferences === 'ignore') return;
+    let step = this.options.backOffMs;
+    for (;;) {
+      const failures = this.volumeFailures(run, spec);
+      if (failures.length === 0) return;
+      for (const failure of failures)
+        this.podEvent(run, { type: 'Warning', reason: 'FailedMount', message: failure });
+      step = await this.backOff(run, step);
+    }
+  }
+
+  private volumeFailures(run: PodRun, spec: JsonObject): string[] {
+    const failures: string[] = [];
+    for (const volume of list(spec.volumes)) {
+      const secret = isObject(volume.secret) ? volume.secret : undefined;
+      const configMap = isObject(volume.configMap) ? volume.configMap : undefined;
+      const source = secret ?? configMap;
+      if (source === undefined || source.optional === true) continue;
+      const kind = secret ? 'secret' : 'configmap';
+      const name = str(secret ? source.secretName : source.name);
+      const data = this.keysOf(run, kind, name);
+      const why =
+        data === undefined
+          ? `${kind} "${name}" not found`
+          : list(source.items)
+              .map((item) => str(item.key))
+              .filter((key) => !data.has(key))
+              .map((key) =>
+                secret
+                  ? `references non-existent secret key: ${key}`
+                  : `configmap references non-existent config key: ${key}`,
+              )[0];
+      if (why !== undefined)
+        failures.push(`MountVolume.SetUp failed for volume "${str(volume.name)}" : ${why}`);
+    }
+    return failures;
+  }
+
+  /** The keys of a Secret or ConfigMap of the pod's namespace, or undefined when it is missing. */
+  private keysOf(run: PodRun, kind: 'secret' | 'configmap', name: string): Set<string> | undefined {
+    const object = this.host.store.get(
+      kind === 'secret' ? '/secrets' : '/configmaps',
+      run.namespace,
+      name,
+    );
+    if (object === undefined) return undefined;
+    return new Set([...Object.keys(obj(object.data)), ...Object.keys(obj(object.binaryData))]);
+  }
+
+  /**
+   * Why the kubelet cannot make the container's environment (the first missing Secret,
+   * ConfigMap or key that is not `optional`), in its words, or undefined.
+   */
+  private configError(run: PodRun, container: JsonObject): string | undefined {
+    if (this.options.unresolvedReferences === 'ignore') return undefined;
+    const missing = (kind: 'secret' | 'configmap', name: string): string | undefined =>
+      this.keysOf(run, kind, name) === undefined ? `${kind} "${name}" not found` : undefined;
+    for (const from of list(container.envFrom)) {
+      const secret = isObject(from.secretRef);
+      if (!secret && !isObject(from.configMapRef)) continue;
+      const ref = obj(secret ? from.secretRef : from.configMapRef);
+      if (ref.optional === true) continue;
+      const why = missing(secret ? 'secret' : 'configmap', str(ref.name));
+      if (why !== undefined) return why;
+    }
+    for (const variable of list(container.env)) {
+      const from = obj(variable.valueFrom);
+      const secret = isObject(from.secretKeyRef);
+      if (!secret && !isObject(from.configMapKeyRef)) continue;
+      const ref = obj(secret ? from.secretKeyRef : from.configMapKeyRef);
+      if (ref.optional === true) continue;
+      const name = str(ref.name);
+      const keys = this.keysOf(run, secret ? 'secret' : 'configmap', name);
+      if (keys === undefined) return `${secret ? 'secret' : 'configmap'} "${name}" not found`;
+      if (!keys.has(str(ref.key)))
+        return `couldn't find key ${str(ref.key)} in ${secret ? 'Secret' : 'ConfigMap'} ${run.namespace}/${name}`;
+    }
+    return undefined;
   }
 
   /** Reads, changes and writes the pod; false when it is gone (or another pod took its name). */
@@ -425,6 +651,10 @@ export class FakeKubelet {
   private async runPod(run: PodRun): Promise<void> {
     const pod = this.host.store.get(PODS, run.namespace, run.name);
     if (!pod) return;
+    if (!(await this.schedule(run, pod))) {
+      run.done = true;
+      return;
+    }
     const spec = obj(pod.spec);
     const inits = list(spec.initContainers);
     const mains = list(spec.containers);
@@ -497,6 +727,7 @@ export class FakeKubelet {
     const terminated = new Map<string, Termination>();
     try {
       await this.sleep(run, this.options.startDelayMs);
+      await this.mountVolumes(run, spec);
       this.patchPod(run, (_p, status) => {
         status.conditions = setCondition(
           list(status.conditions),
@@ -613,18 +844,40 @@ export class FakeKubelet {
     const name = str(container.name);
     const image = str(container.image);
     const script = this.scripts.get(image) ?? this.scripts.get(repositoryOf(image));
-    if (script?.pullError !== undefined) {
+    const fieldPath = `spec.${init ? 'initContainers' : 'containers'}{${name}}`;
+    const note = (type: EventNote['type'], reason: string, message: string): void =>
+      this.podEvent(run, { type, reason, message, fieldPath });
+    const waitWith = (reason: string, message: string): void =>
       setState(init, name, {
         ready: false,
         started: false,
-        state: {
-          waiting: {
-            reason: 'ImagePullBackOff',
-            message: `Back-off pulling image "${image}": ${script.pullError}`,
-          },
-        },
+        state: { waiting: { reason, message } },
       });
-      await this.sleep(run, 2 ** 31 - 1); // until the pod is killed: Cancelled
+    if (script?.pullError !== undefined) {
+      note('Normal', 'Pulling', `Pulling image "${image}"`);
+      note('Warning', 'Failed', `Failed to pull image "${image}": ${script.pullError}`);
+      note('Warning', 'Failed', 'Error: ErrImagePull');
+      waitWith('ErrImagePull', script.pullError);
+      let step = await this.backOff(run, this.options.backOffMs);
+      waitWith('ImagePullBackOff', `Back-off pulling image "${image}": ${script.pullError}`);
+      for (;;) {
+        // Until the pod is killed (Cancelled): each sync in back-off says so again.
+        note('Normal', 'BackOff', `Back-off pulling image "${image}"`);
+        note('Warning', 'Failed', 'Error: ImagePullBackOff');
+        step = await this.backOff(run, step);
+      }
+    }
+    // The environment is made when the container is created: a missing Secret or ConfigMap
+    // keeps it waiting, retried with back-off, until it appears.
+    let step = this.options.backOffMs;
+    for (
+      let why = this.configError(run, container);
+      why !== undefined;
+      why = this.configError(run, container)
+    ) {
+      waitWith('CreateContainerConfigError', why);
+      note('Warning', 'Failed', `Error: ${why}`);
+      step = await this.backOff(run, step);
     }
     const startedAt = rfc3339();
     started.set(name, startedAt);
@@ -848,6 +1101,10 @@ interface JobState {
   deadlineTimer?: NodeJS.Timeout;
   ttlTimer?: NodeJS.Timeout;
   retryAt?: number;
+  /** After a refused pod create: the current back-off step, when to try again, and its timer. */
+  createBackOffMs?: number;
+  createRetryAt?: number;
+  createTimer?: NodeJS.Timeout;
   /** startTime with milliseconds (the object's is truncated to the second). */
   startMs?: number;
 }
@@ -855,13 +1112,24 @@ interface JobState {
 export interface FakeJobControllerOptions {
   /** Delay before a failed pod is replaced (the real controller backs off from 10 s). Default 100 ms. */
   retryDelayMs?: number;
+  /**
+   * After the API server refuses a pod create (quota, Pod Security, a webhook), the first delay
+   * before the next try; it doubles with each refusal up to `createRetryMaxMs`, and starts over
+   * once a create succeeds. The real controller's work queue backs off likewise (5 ms doubling,
+   * plus the Job's own pod-failure back-off). Default 50 ms.
+   */
+  createRetryMs?: number;
+  /** The longest delay between two refused creates. Default 1000 ms. */
+  createRetryMaxMs?: number;
 }
 
 /**
  * The batch/v1 Job controller for NonIndexed Jobs with parallelism and completions 1: one pod at
  * a time, counted into `status.active/succeeded/failed`, with the conditions a 1.32 server writes
  * (SuccessCriteriaMet + Complete, FailureTarget + Failed, Suspended), backoffLimit,
- * activeDeadlineSeconds, suspend and ttlSecondsAfterFinished.
+ * activeDeadlineSeconds, suspend and ttlSecondsAfterFinished. Its Events on the Job are the real
+ * controller's: `SuccessfulCreate`, `FailedCreate` when the API server refuses the pod (then tried
+ * again with back-off), `Completed`, and the failure's reason (`BackoffLimitExceeded`, …).
  */
 export class FakeJobController {
   enabled = true;
@@ -870,12 +1138,17 @@ export class FakeJobController {
   private readonly unsubscribe: () => void;
   /** Time between a failed pod and its replacement (the real controller backs off exponentially from 10 s). */
   retryDelayMs: number;
+  /** The first delay after a refused pod create (see FakeJobControllerOptions). */
+  createRetryMs: number;
+  createRetryMaxMs: number;
 
   constructor(
     private readonly host: ClusterHost,
     options: FakeJobControllerOptions = {},
   ) {
     this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.createRetryMs = options.createRetryMs ?? 50;
+    this.createRetryMaxMs = options.createRetryMaxMs ?? 1000;
     this.unsubscribe = host.store.subscribe((event) => this.onEvent(event));
   }
 
@@ -911,10 +1184,12 @@ export class FakeJobController {
   private clearTimers(state: JobState): void {
     if (state.deadlineTimer) clearTimeout(state.deadlineTimer);
     if (state.ttlTimer) clearTimeout(state.ttlTimer);
+    if (state.createTimer) clearTimeout(state.createTimer);
     for (const t of state.timers) clearTimeout(t);
     state.timers = [];
     delete state.deadlineTimer;
     delete state.ttlTimer;
+    delete state.createTimer;
   }
 
   private reconcile(namespace: string, name: string): void {
@@ -1009,6 +1284,7 @@ export class FakeJobController {
       status.uncountedTerminatedPods = {};
     };
     const fail = (reason: string, message: string): void => {
+      this.host.recordEvent(job, JOB_CONTROLLER, { type: 'Warning', reason, message });
       killActive();
       conditions = setCondition(conditions, condition('FailureTarget', 'True', reason, message));
       conditions = setCondition(conditions, condition('Failed', 'True', reason, message));
@@ -1068,6 +1344,11 @@ export class FakeJobController {
         condition('Complete', 'True', 'CompletionsReached', message),
       );
       status.completionTime = rfc3339(now);
+      this.host.recordEvent(job, JOB_CONTROLLER, {
+        type: 'Normal',
+        reason: 'Completed',
+        message: 'Job completed',
+      });
       killActive();
       setCounts(0);
       this.clearTimers(state);
@@ -1092,17 +1373,65 @@ export class FakeJobController {
     let activeCount = active.length;
     if (activeCount === 0 && terminating.length === 0) {
       const retryAt = failed > 0 ? (state.retryAt ??= now + this.retryDelayMs) : now;
-      if (retryAt <= now) {
+      const createAt = state.createRetryAt ?? now;
+      if (retryAt <= now && createAt <= now) {
         delete state.retryAt;
-        this.createPod(job, state);
-        activeCount = 1;
-      } else state.timers.push(setTimeout(() => this.enqueue(namespace, name), retryAt - now + 1));
+        if (this.createPod(job, state)) activeCount = 1;
+      } else if (retryAt > now)
+        state.timers.push(setTimeout(() => this.enqueue(namespace, name), retryAt - now + 1));
+      // A refused create is tried again when its back-off step is over, whatever else happens.
+      if (state.createRetryAt !== undefined && !state.createTimer)
+        state.createTimer = setTimeout(
+          () => {
+            delete state.createTimer;
+            this.enqueue(namespace, name);
+          },
+          Math.max(0, state.createRetryAt - Date.now()) + 1,
+        );
     }
     setCounts(activeCount);
     write();
   }
 
-  private createPod(job: KubeObject, state: JobState): void {
+  /**
+   * Creates the Job's next pod and says so in an Event: `SuccessfulCreate`, or, when the API
+   * server refuses it (admission: quota, Pod Security, a webhook), `FailedCreate` with the
+   * refusal, and a retry after a back-off step. As the real controller, it stays silent when the
+   * namespace is being terminated. True when the pod was created.
+   */
+  private createPod(job: KubeObject, state: JobState): boolean {
+    let pod: KubeObject;
+    try {
+      pod = this.newPod(job, state);
+    } catch (error) {
+      if (!(error instanceof StatusError)) throw error;
+      const terminating = (error.details?.causes ?? []).some(
+        (c) => c.reason === 'NamespaceTerminating',
+      );
+      if (!terminating)
+        this.host.recordEvent(job, JOB_CONTROLLER, {
+          type: 'Warning',
+          reason: 'FailedCreate',
+          message: `Error creating: ${error.message}`,
+        });
+      state.createBackOffMs =
+        state.createBackOffMs === undefined
+          ? this.createRetryMs
+          : Math.min(state.createBackOffMs * 2, this.createRetryMaxMs);
+      state.createRetryAt = Date.now() + state.createBackOffMs;
+      return false;
+    }
+    delete state.createBackOffMs;
+    delete state.createRetryAt;
+    this.host.recordEvent(job, JOB_CONTROLLER, {
+      type: 'Normal',
+      reason: 'SuccessfulCreate',
+      message: `Created pod: ${pod.metadata.name ?? ''}`,
+    });
+    return true;
+  }
+
+  private newPod(job: KubeObject, state: JobState): KubeObject {
     const template = obj(obj(job.spec).template);
     const templateMeta = obj(template.metadata);
     const uid = state.uid;
@@ -1136,6 +1465,7 @@ export class FakeJobController {
       spec: clone(obj(template.spec)),
     });
     state.known.add(pod.metadata.uid ?? '');
+    return pod;
   }
 
   private scheduleTtl(state: JobState, spec: JsonObject, finishedAt: number): void {

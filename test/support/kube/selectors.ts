@@ -94,13 +94,47 @@ export class LabelSelector {
   }
 }
 
-type FieldRequirement = { path: string; equal: boolean; value: string };
+type FieldRequirement = { path: string; equal: boolean; value: string; of?: FieldValue };
 
-/** Field selectors: metadata.name and metadata.namespace everywhere, plus the ones pods support. */
+/** How to read a selectable field that is not a plain path into the object. */
+export type FieldValue = (object: KubeObject) => string;
+
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+const part = (value: unknown, key: string): unknown =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+
+/**
+ * The fields of a core/v1 Event a selector may name, as the real registry's ToSelectableFields
+ * lists them (pkg/registry/core/event/strategy.go). `source` is `source.component`, or the
+ * reporting controller when an events.k8s.io client left the source empty.
+ */
+export const EVENT_FIELDS: Readonly<Record<string, FieldValue | undefined>> = {
+  'involvedObject.kind': undefined,
+  'involvedObject.namespace': undefined,
+  'involvedObject.name': undefined,
+  'involvedObject.uid': undefined,
+  'involvedObject.apiVersion': undefined,
+  'involvedObject.resourceVersion': undefined,
+  'involvedObject.fieldPath': undefined,
+  reason: undefined,
+  reportingComponent: undefined,
+  source: (o) => text(part(o.source, 'component')) || text(o.reportingComponent),
+  type: undefined,
+};
+
+/** Field selectors: metadata.name and metadata.namespace everywhere, plus a kind's own fields. */
 export class FieldSelector {
   private constructor(private readonly requirements: FieldRequirement[]) {}
 
-  static parse(selector: string | undefined, extraFields: readonly string[] = []): FieldSelector {
+  /**
+   * `extraFields`: the kind's selectable fields beyond the metadata ones, each read at its path,
+   * or by its function when `derived` names one.
+   */
+  static parse(
+    selector: string | undefined,
+    extraFields: readonly string[] = [],
+    derived: Readonly<Record<string, FieldValue | undefined>> = {},
+  ): FieldSelector {
     if (!selector) return new FieldSelector([]);
     const supported = ['metadata.name', 'metadata.namespace', ...extraFields];
     const requirements = splitTerms(selector).map((term) => {
@@ -108,20 +142,17 @@ export class FieldSelector {
       if (!m) throw badRequest(`invalid selector: '${selector}'; can't understand '${term}'`);
       const path = m[1] ?? '';
       if (!supported.includes(path)) throw badRequest(`field label not supported: ${path}`);
-      return { path, equal: m[2] !== '!=', value: m[3] ?? '' };
+      const of = derived[path];
+      return { path, equal: m[2] !== '!=', value: m[3] ?? '', ...(of ? { of } : {}) };
     });
     return new FieldSelector(requirements);
   }
 
   matches(object: KubeObject): boolean {
     return this.requirements.every((r) => {
+      if (r.of) return (r.of(object) === r.value) === r.equal;
       let current: unknown = object;
-      for (const part of r.path.split('.')) {
-        current =
-          typeof current === 'object' && current !== null
-            ? (current as Record<string, unknown>)[part]
-            : undefined;
-      }
+      for (const key of r.path.split('.')) current = part(current, key);
       const value =
         typeof current === 'string'
           ? current
