@@ -8,6 +8,7 @@ import { type Connection, type LogLine, followLive, readPages } from '../logs/lo
 import { LogView } from '../logs/log-view.js';
 import { can } from '../permissions.js';
 import { usePoll } from '../poll.js';
+import { queueLine } from '../queue.js';
 import { link, navigate } from '../router.js';
 
 const ACTIVE = new Set(['queued', 'in_progress']);
@@ -25,6 +26,9 @@ const REASONS: Readonly<Record<string, string>> = {
   PolicyViolation: "The image's scan findings break the scan policy",
   SecretUnavailable: 'A secret could not be read',
   RegistryUnauthorized: "The registry refused the build's credentials",
+  QueueTimeout: 'The build waited too long to run',
+  PodRefused: "The cluster refused the build's pod",
+  Unschedulable: "No node could run the build's pod",
 };
 
 type Build = Awaited<ReturnType<typeof fetchBuild>>['build'];
@@ -92,6 +96,7 @@ function Summary({
 }) {
   const progress = status.progress;
   const eta = status.estimated_completion;
+  const queue = status.queue ?? build.queue;
   const projectName = useProjectName(build.project_id);
   return (
     <section aria-labelledby="build-heading">
@@ -127,6 +132,17 @@ function Summary({
           </>
         )}
       </dl>
+      {queue && (
+        <div class="queue">
+          <h2>Waiting to run</h2>
+          <p>
+            <strong>{queueLine(queue)}</strong>
+          </p>
+          <p>
+            {queue.message} (<code>{queue.reason}</code>)
+          </p>
+        </div>
+      )}
       {progress && (
         <div class="progress">
           <label for="build-progress">

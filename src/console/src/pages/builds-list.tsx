@@ -7,6 +7,7 @@ import { buildDuration, shortCommit, when } from '../format.js';
 import { link, navigate } from '../router.js';
 import { usePoll } from '../poll.js';
 import { can } from '../permissions.js';
+import { queueLine } from '../queue.js';
 
 const STATUSES = ['queued', 'in_progress', 'success', 'failed', 'cancelled'] as const;
 const SORTS = ['created_at', 'updated_at', 'build_number'] as const;
@@ -237,6 +238,12 @@ function BuildsTable({
               </td>
               <td>
                 <StatusBadge status={build.status} />
+                {build.queue && (
+                  <>
+                    {' '}
+                    <span class="queue-line">{queueLine(build.queue)}</span>
+                  </>
+                )}
               </td>
               <td>{build.git_branch ?? ''}</td>
               <td>
