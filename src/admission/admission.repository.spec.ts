@@ -252,6 +252,54 @@ describe(AdmissionStore.name, () => {
     });
   });
 
+  describe('setClusterReason, refreshReasons, sweep', () => {
+    it("tells a change of an admitted build's cluster reason, not a new message for the same one", async () => {
+      const [a1, a2] = await (await tenant('a')).start(2);
+      await store.admit({ maxRunning: 1 });
+      const quota = (pod: string) => ({
+        reason: 'ClusterQuota',
+        message: `pods "${pod}" is forbidden`,
+      });
+
+      expect(await store.setClusterReason(a1!, quota('p1'))).toBe(true);
+      expect(await store.setClusterReason(a1!, quota('p2'))).toBe(false);
+      expect((await store.states([a1!])).get(a1!)).toMatchObject(quota('p2'));
+      expect(await store.setClusterReason(a1!, quota('p2'))).toBe(false);
+      expect(await store.setClusterReason(a1!, undefined)).toBe(true);
+      // A waiting build's reason is admission's own.
+      expect(await store.setClusterReason(a2!, quota('p3'))).toBe(false);
+    });
+
+    it('writes what each waiting build waits for, answering only the changes, a first reason as the start of a wait', async () => {
+      const [a1, a2] = await (await tenant('a')).start(2);
+      const [b1] = await (await tenant('b', { maxRunning: 0 })).start();
+      await store.admit({ maxRunning: 1 });
+
+      expect(await store.refreshReasons({ maxRunning: 1 })).toEqual([
+        { buildId: a2, before: null, reason: 'InstallationLimit', position: 1 },
+        { buildId: b1, before: null, reason: 'TenantLimit', position: 2 },
+      ]);
+      expect(await store.refreshReasons({ maxRunning: 1 })).toEqual([]);
+      await store.release(a1!);
+      expect(await store.refreshReasons({ maxRunning: 1 })).toEqual([
+        { buildId: a2, before: 'InstallationLimit', reason: 'Admissible', position: 1 },
+      ]);
+    });
+
+    it('frees the slot of a build that ended without a release, and takes an ended waiting build out of the queue', async () => {
+      const [a1, a2, a3] = await (await tenant('a')).start(3);
+      await store.admit({ maxRunning: 1 });
+      await ground.dataSource.query(
+        `UPDATE builds SET status = 'cancelled' WHERE id = ANY($1::uuid[])`,
+        [[a1, a2]],
+      );
+
+      expect(await store.sweep()).toBe(2);
+      expect(await store.sweep()).toBe(0);
+      expect(await admittedIds({ maxRunning: 1 })).toEqual([a3]);
+    });
+  });
+
   describe('waiting', () => {
     it('answers each waiting build its place in the order admission takes them', async () => {
       const a = await tenant('a');

@@ -386,19 +386,22 @@ export class AdmissionStore {
 
   /**
    * Sets what an admitted build waits for in the cluster (its pod not yet running: a quota, the
-   * scheduler, an image), or clears it (undefined). Answers true when that changed anything.
+   * scheduler, an image), or clears it (undefined). Answers whether the reason changed (a new
+   * message for the same reason, such as a refusal naming the next pod, is written silently).
    */
   async setClusterReason(
     buildId: string,
     wait: { reason: string; message: string } | undefined,
   ): Promise<boolean> {
-    const [, count] = await this.dataSource.query<[unknown[], number]>(
-      `UPDATE build_admissions SET reason = $2, message = $3
-        WHERE build_id = $1 AND admitted_at IS NOT NULL AND released_at IS NULL
-          AND (reason IS DISTINCT FROM $2 OR message IS DISTINCT FROM $3)`,
+    const [rows] = await this.dataSource.query<[Array<{ changed: boolean }>, number]>(
+      `UPDATE build_admissions a SET reason = $2, message = $3
+         FROM (SELECT reason FROM build_admissions WHERE build_id = $1 FOR UPDATE) before
+        WHERE a.build_id = $1 AND a.admitted_at IS NOT NULL AND a.released_at IS NULL
+          AND (a.reason IS DISTINCT FROM $2 OR a.message IS DISTINCT FROM $3)
+       RETURNING before.reason IS DISTINCT FROM $2 AS changed`,
       [buildId, wait?.reason ?? null, wait?.message ?? null],
     );
-    return count > 0;
+    return rows[0]?.changed ?? false;
   }
 
   /** What admission knows of each of `buildIds`; a build never enqueued is absent. */

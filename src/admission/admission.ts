@@ -175,13 +175,14 @@ export class Admission implements OnApplicationShutdown {
 
   /**
    * What an admitted build waits for in the cluster, or nothing (undefined): its pod runs. A
-   * change is one `[kiln]` line in the build's log, never one per Event.
+   * change of reason is one `[kiln]` line in the build's log, never one per Event (a refusal
+   * that names each new pod it refused updates the message silently).
    */
   async clusterWait(buildId: string, wait: ClusterWait | undefined): Promise<void> {
     if (!(await this.store.setClusterReason(buildId, wait))) return;
     const line =
       wait === undefined
-        ? 'the build pod runs'
+        ? 'no longer waiting for the cluster'
         : `waiting for the cluster (${wait.reason}): ${wait.message}`;
     await this.say(buildId, line);
   }

@@ -14,7 +14,7 @@ import type { CredentialAudit } from './credential-audit.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { jsonOf } from './http.js';
 import { databaseText } from './leaks.js';
-import { KubeApiServer } from './kube/api-server.js';
+import { KubeApiServer, type KubeApiServerOptions } from './kube/api-server.js';
 import { writeKubeconfig } from './kube/kubeconfig.js';
 import { type ContainerScript, numberedLine, verifyCrc } from './kube/kubelet.js';
 import { TcpProxy } from './tcp-proxy.js';
@@ -90,11 +90,12 @@ export class OperatorGround {
    */
   static async start(
     name: string,
-    options: { apiEnv?: Record<string, string> } = {},
+    options: { apiEnv?: Record<string, string>; cluster?: Partial<KubeApiServerOptions> } = {},
   ): Promise<OperatorGround> {
     const cluster = await KubeApiServer.start({
       crdDirectories: ['crds'],
       namespaces: ['default', NS],
+      ...options.cluster,
     });
     const dir = mkdtempSync(join(tmpdir(), `kiln-${name}-`));
     const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig'), cluster.url, NS);
