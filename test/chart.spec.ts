@@ -9,6 +9,7 @@ import { KubeApiServer } from './support/kube/api-server.js';
 import { writeKubeconfig } from './support/kube/kubeconfig.js';
 import { kubectlWith } from './support/kube/kubectl.js';
 import { type PodSpec, restrictedViolations } from './support/pod-security.js';
+import { loadConfig } from '../src/config/config.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const chartValues = require('../scripts/chart-values.cjs') as {
@@ -613,6 +614,47 @@ describe('the Helm chart (charts/kiln)', () => {
       for (const variable of envOf(deployment))
         if (/SECRET|PASSWORD|DATABASE_URL/.test(variable.name as string))
           expect(variable.value).toBeUndefined();
+  });
+
+  it('gives the API and the operator the same admission limits, which kiln accepts; a null limit is no variable', () => {
+    const admissionEnv = (chart: RenderedChart) =>
+      ['kiln-api', 'kiln-operator'].map((name) =>
+        Object.fromEntries(
+          envOf(one(chart, 'Deployment', name))
+            .filter((e) =>
+              /^KILN_(MAX_RUNNING|TENANT_MAX|PROJECT_MAX|QUEUE_TTL|OPERATOR_UNSCHEDULABLE)/.test(
+                e.name as string,
+              ),
+            )
+            .map((e) => [e.name, e.value]),
+        ),
+      );
+    const defaults = {
+      KILN_QUEUE_TTL_SECONDS: '86400',
+      KILN_OPERATOR_UNSCHEDULABLE_SECONDS: '900',
+    };
+    expect(admissionEnv(render())).toEqual([defaults, defaults]);
+
+    const limited = admissionEnv(
+      render(
+        merge(DATABASE, {
+          builds: { admission: { maxRunning: 0, tenantMaxRunning: 4, tenantMaxQueued: 100 } },
+        }),
+      ),
+    );
+    const expected = {
+      ...defaults,
+      KILN_MAX_RUNNING: '0',
+      KILN_TENANT_MAX_RUNNING: '4',
+      KILN_TENANT_MAX_QUEUED: '100',
+    };
+    expect(limited).toEqual([expected, expected]);
+    expect(loadConfig({ ...expected, KILN_RUNNER: 'local' }).admission).toMatchObject({
+      maxRunning: 0,
+      tenantMaxRunning: 4,
+      tenantMaxQueued: 100,
+      queueTtlMs: 86_400_000,
+    });
   });
 
   it('routes the API and the WebSocket through an Ingress when asked, and ships a helm test', () => {

@@ -130,6 +130,29 @@ that name and whether the chart creates it (any level with that name says so). R
     secretKeyRef:
       name: {{ include "kiln.databaseSecretName" . }}
       key: {{ include "kiln.databaseSecretKey" . }}
+# Admission: the operator admits, the API shows where a waiting build stands; both by one rule.
+{{- with .Values.builds.admission }}
+{{- if not (kindIs "invalid" .maxRunning) }}
+- name: KILN_MAX_RUNNING
+  value: {{ .maxRunning | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .tenantMaxRunning) }}
+- name: KILN_TENANT_MAX_RUNNING
+  value: {{ .tenantMaxRunning | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .projectMaxRunning) }}
+- name: KILN_PROJECT_MAX_RUNNING
+  value: {{ .projectMaxRunning | quote }}
+{{- end }}
+- name: KILN_QUEUE_TTL_SECONDS
+  value: {{ .queueTtlSeconds | quote }}
+{{- if not (kindIs "invalid" .tenantMaxQueued) }}
+- name: KILN_TENANT_MAX_QUEUED
+  value: {{ .tenantMaxQueued | quote }}
+{{- end }}
+- name: KILN_OPERATOR_UNSCHEDULABLE_SECONDS
+  value: {{ .unschedulableSeconds | quote }}
+{{- end }}
 # The API seals buildx secrets with it, the operator unseals them: both need the same key.
 - name: KILN_SECRETS_KEY
   valueFrom:
