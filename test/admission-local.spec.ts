@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
+import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
 import { LocalRegistry } from './support/registry.js';
@@ -47,8 +48,9 @@ describe('admission with the local runner (real buildah, real registry)', () => 
   });
 
   /** A kiln with `env`, both tenants' projects building from the test repository. */
-  async function kilnWith(name: string, env: Record<string, string>) {
+  async function kilnWith(name: string, env: Record<string, string>, database?: TestDatabase) {
     const kiln = await startTestApp({
+      ...(database === undefined ? {} : { database }),
       env: {
         KILN_RUNNER: 'local',
         KILN_DATA_DIR: `${dataDir}/${name}`,
@@ -291,6 +293,74 @@ describe('admission with the local runner (real buildah, real registry)', () => 
       ]);
       // Its place is free again: the refused build starts now.
       expect((await a.request('POST', `/builds/${q2.id}/start`)).status).toBe(200);
+    });
+  });
+
+  describe('two kilns with the local runner on one Postgres, one slot between them (KILN_MAX_RUNNING=1)', () => {
+    it('never runs two builds at once, whichever kiln started them, and runs them all', async () => {
+      const database = await createTestDatabase();
+      const first = await kilnWith('replica-1', { KILN_MAX_RUNNING: '1' }, database);
+      const second = await startTestApp({
+        database,
+        env: {
+          KILN_RUNNER: 'local',
+          KILN_DATA_DIR: `${dataDir}/replica-2`,
+          KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
+          KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
+          KILN_ADMISSION_POLL_MS: '100',
+          KILN_MAX_RUNNING: '1',
+        },
+      });
+      try {
+        const { seeded } = first;
+        const clients = [
+          first.a,
+          new ApiClient(
+            second,
+            await tokenFor(second.baseUrl, seeded.users.admin.email),
+            seeded.tenantA,
+          ),
+        ];
+        let sampling = true;
+        const admitted: number[] = [];
+        const sampler = (async () => {
+          while (sampling) {
+            const [{ n }] = await first.kiln.dataSource.query<[{ n: number }]>(
+              `SELECT count(*)::int AS n FROM build_admissions
+                WHERE admitted_at IS NOT NULL AND released_at IS NULL`,
+            );
+            admitted.push(n);
+            await new Promise((done) => setTimeout(done, 25));
+          }
+        })();
+        const ids: Array<[ApiClient, string]> = [];
+        for (const [index, branch] of ['quick-1', 'quick-2', 'quick-3'].entries()) {
+          const client = clients[index % 2]!;
+          const build = await client.createBuild(seeded.projectA, branch);
+          expect((await client.request('POST', `/builds/${build.id}/start`)).status).toBe(200);
+          ids.push([client, build.id as string]);
+        }
+        const statuses = [];
+        for (const [client, id] of ids) statuses.push((await ended(client, id)).status);
+        sampling = false;
+        await sampler;
+
+        expect(statuses).toEqual(['success', 'success', 'success']);
+        expect(Math.max(...admitted)).toBe(1);
+        // One at a time, whichever kiln admitted it: their runs do not overlap.
+        const runs = await first.kiln.dataSource.query<
+          Array<{ admitted_at: Date; released_at: Date }>
+        >('SELECT admitted_at, released_at FROM build_admissions ORDER BY admitted_at');
+        for (let i = 1; i < runs.length; i++) {
+          expect(runs[i]!.admitted_at.getTime()).toBeGreaterThanOrEqual(
+            runs[i - 1]!.released_at.getTime(),
+          );
+        }
+      } finally {
+        await second.close();
+        await first.kiln.close();
+        await database.drop();
+      }
     });
   });
 });
