@@ -32,7 +32,8 @@ describe('the conformance list of the API server double', () => {
   let server: KubeApiServer;
 
   beforeAll(async () => {
-    server = await KubeApiServer.start({ crdDirectories: [join(ROOT, 'crds')] });
+    // With Kueue installed, as the promises for kueue.x-k8s.io hold only then.
+    server = await KubeApiServer.start({ crdDirectories: [join(ROOT, 'crds')], kueue: true });
   });
 
   afterAll(() => server.stop());

@@ -50,6 +50,7 @@ import { openApiV2, openApiV3Document, openApiV3Index } from './openapi.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
 import { podSecurityDetail, podSecurityPolicy, policyName } from './pod-security-admission.js';
 import { decodeKubernetesProtobuf, PROTOBUF, ProtobufError } from './protobuf.js';
+import { FakeKueue, KUEUE_CRDS, VISIBILITY_GROUP, type KueueHost } from './kueue.js';
 import { admitPodToQuotas, FakeResourceQuotaController } from './quota.js';
 import { builtInResources, crdsInDirectory, resourcesOfCrd } from './resources.js';
 import { pruneAndDefault, unknownFields, validateSchema } from './schema.js';
@@ -113,6 +114,13 @@ export interface KubeApiServerOptions {
    * with it on (`resourceQuotaController.enabled` switches it at run time).
    */
   resourceQuotaController?: boolean;
+  /**
+   * Install Kueue (kueue.x-k8s.io/v1beta1): its CRDs (Workload, LocalQueue, ClusterQueue,
+   * ResourceFlavor, from test/support/kube/fixtures/kueue), the fake Kueue controller (kueue.ts:
+   * the Job webhook's defaults, the Job integration, the scheduler, queue status) and the
+   * visibility API's pendingworkloads. Off by default: without it the double knows no Kueue.
+   */
+  kueue?: boolean;
 }
 
 export interface RecordedRequest {
@@ -210,7 +218,7 @@ const pathMatches = (pattern: string | RegExp | undefined, path: string): boolea
  * PodSecurity by the namespace's labels, validating webhooks (a fault hook: `admissionWebhooks`)
  * and ResourceQuota for pods; its controllers report in core/v1 Events (events.ts).
  */
-export class KubeApiServer implements ClusterHost {
+export class KubeApiServer implements ClusterHost, KueueHost {
   readonly store: ObjectStore;
   /** The fake kubelet: register scripts with `kubelet.script(image, {...})`; `enabled = false` pauses it. */
   readonly kubelet: FakeKubelet;
@@ -218,6 +226,8 @@ export class KubeApiServer implements ClusterHost {
   readonly jobController: FakeJobController;
   /** The quota controller (see KubeApiServerOptions.resourceQuotaController). */
   readonly resourceQuotaController: FakeResourceQuotaController;
+  /** The fake Kueue, when installed (KubeApiServerOptions.kueue); `enabled = false` pauses it. */
+  readonly kueue: FakeKueue | undefined;
   /**
    * Fault hook for validating admission webhooks: `admissionWebhooks.deny({ name, message })`
    * makes matching creates (a controller's too) fail as a denying webhook makes them fail.
@@ -272,7 +282,11 @@ export class KubeApiServer implements ClusterHost {
     const namespaceType = this.typeOf('', 'namespaces');
     for (const name of options.namespaces ?? SYSTEM_NAMESPACES)
       this.seed({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, namespaceType);
-    for (const crd of (options.crdDirectories ?? []).flatMap(crdsInDirectory)) {
+    const crdDirectories = [
+      ...(options.crdDirectories ?? []),
+      ...(options.kueue ? [KUEUE_CRDS] : []),
+    ];
+    for (const crd of crdDirectories.flatMap(crdsInDirectory)) {
       prepareBuiltInForCreate(crd);
       this.seed(crd, this.typeOf('apiextensions.k8s.io', 'customresourcedefinitions'));
     }
@@ -285,6 +299,7 @@ export class KubeApiServer implements ClusterHost {
     this.jobController.enabled = options.jobController !== false;
     this.resourceQuotaController = new FakeResourceQuotaController(this.store);
     this.resourceQuotaController.enabled = options.resourceQuotaController === true;
+    this.kueue = options.kueue ? new FakeKueue(this) : undefined;
     // Logs live as long as their pod object.
     this.store.subscribe((event) => {
       if (event.resource !== storageKey(this.typeOf('', 'pods')) || event.type !== 'DELETED')
@@ -324,6 +339,7 @@ export class KubeApiServer implements ClusterHost {
     this.kubelet.stop();
     this.jobController.stop();
     this.resourceQuotaController.stop();
+    this.kueue?.stop();
     this.closeWatches();
     for (const follower of [...this.logFollowers]) follower.stop();
     for (const socket of this.sockets) socket.destroy();
@@ -625,9 +641,33 @@ export class KubeApiServer implements ClusterHost {
 
   /** ClusterHost: create as kube-controller-manager would, through the normal create path. */
   createAsController(apiVersion: string, kind: string, object: KubeObject): KubeObject {
+    return this.createAs('kube-controller-manager', apiVersion, kind, object);
+  }
+
+  /** KueueHost: create as a component whose field manager is `manager`, as a POST would. */
+  createAs(manager: string, apiVersion: string, kind: string, object: KubeObject): KubeObject {
     const type = this.resource(apiVersion, kind);
-    const ctx = this.internalCtx(type, object.metadata.namespace, 'kube-controller-manager');
+    const ctx = this.internalCtx(type, object.metadata.namespace, manager);
     return this.create(ctx, clone(object) as unknown as Json);
+  }
+
+  /**
+   * KueueHost: replace as a component whose field manager is `manager`, as a PUT (of `/status`
+   * when asked) would: the object's resourceVersion must be current.
+   */
+  updateAs(
+    manager: string,
+    apiVersion: string,
+    kind: string,
+    object: KubeObject,
+    subresource?: 'status',
+  ): KubeObject {
+    const type = this.resource(apiVersion, kind);
+    const ctx: Ctx = {
+      ...this.internalCtx(type, object.metadata.namespace, manager),
+      ...(subresource !== undefined ? { subresource } : {}),
+    };
+    return this.update(ctx, object.metadata.name ?? '', clone(object) as unknown as Json).object;
   }
 
   /** ClusterHost: delete as a controller would (the same rules as a DELETE request). */
@@ -835,6 +875,15 @@ export class KubeApiServer implements ClusterHost {
       version = segments[2] ?? '';
       rest = segments.slice(3);
     } else throw this.pageNotFound(path);
+    // Kueue's visibility API is an aggregated API of its own, not a stored resource.
+    if (this.kueue !== undefined && group === VISIBILITY_GROUP && version === 'v1beta1') {
+      if (method !== 'GET') throw methodNotAllowed();
+      const body =
+        rest.length === 0 ? this.kueue.visibilityResources() : this.kueue.visibility(rest, query);
+      if (body === undefined) throw this.pageNotFound(path);
+      this.send(res, 200, body);
+      return;
+    }
     const inVersion = this.types.filter((t) => t.group === group && t.version === version);
     if (inVersion.length === 0) throw this.pageNotFound(path);
     if (rest.length === 0) {
@@ -1042,7 +1091,7 @@ export class KubeApiServer implements ClusterHost {
     preferredVersion: { groupVersion: string; version: string };
   }[] {
     const names = [...new Set(this.types.filter((t) => t.group !== '').map((t) => t.group))];
-    return names.map((name) => {
+    const groups = names.map((name) => {
       const versions = [
         ...new Set(this.types.filter((t) => t.group === name).map((t) => t.version)),
       ].map((version) => ({
@@ -1051,6 +1100,11 @@ export class KubeApiServer implements ClusterHost {
       }));
       return { name, versions, preferredVersion: versions[0] ?? { groupVersion: '', version: '' } };
     });
+    if (this.kueue !== undefined) {
+      const version = { groupVersion: `${VISIBILITY_GROUP}/v1beta1`, version: 'v1beta1' };
+      groups.push({ name: VISIBILITY_GROUP, versions: [version], preferredVersion: version });
+    }
+    return groups;
   }
 
   private resourceList(group: string, version: string): Json {
@@ -1474,6 +1528,9 @@ export class KubeApiServer implements ClusterHost {
     if (type.custom && type.statusSubresource) delete object.status;
     foldStringData(object);
     if (!type.custom) prepareBuiltInForCreate(object);
+    // Kueue's mutating webhook for Jobs runs after defaulting, as admission does.
+    if (this.kueue !== undefined && type.group === 'batch' && type.kind === 'Job')
+      this.kueue.defaultJob(object);
     object = this.schemaPipeline(ctx, object);
     this.validate(ctx, object, undefined);
     this.admit(ctx, object);

@@ -135,7 +135,7 @@ function goLabelSelector(selector: JsonObject): string {
 }
 
 /** metav1.LabelSelectorAsSelector(…).Matches: matchLabels and the four expression operators. */
-function selectorMatches(selector: JsonObject, labels: JsonObject): boolean {
+export function selectorMatches(selector: JsonObject, labels: JsonObject): boolean {
   const has = (key: string): boolean => Object.hasOwn(labels, key);
   if (Object.entries(obj(selector.matchLabels)).some(([k, v]) => labels[k] !== v)) return false;
   return arr(selector.matchExpressions).every((e) => {

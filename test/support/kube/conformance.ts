@@ -68,6 +68,13 @@ export const PROMISED: Readonly<Record<string, readonly Verb[]>> = {
     'deletecollection',
   ],
   'kiln.dev/builds/status': ['get', 'update', 'patch'],
+  // Kueue, with KubeApiServer.start({ kueue: true }): its CRDs and the fake Kueue (kueue.ts).
+  'kueue.x-k8s.io/workloads': ['get', 'list', 'watch'],
+  'kueue.x-k8s.io/localqueues': ['get', 'list', 'watch', 'create', 'apply', 'delete'],
+  'kueue.x-k8s.io/clusterqueues': ['get', 'list', 'watch', 'create', 'patch', 'apply', 'delete'],
+  'kueue.x-k8s.io/resourceflavors': ['get', 'list', 'create', 'apply', 'delete'],
+  'visibility.kueue.x-k8s.io/localqueues/pendingworkloads': ['get'],
+  'visibility.kueue.x-k8s.io/clusterqueues/pendingworkloads': ['get'],
 };
 
 /**

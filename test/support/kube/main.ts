@@ -7,12 +7,13 @@ import type { ContainerScript } from './kubelet.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
 /**
- * `npm run kube:double -- --port 6443 [--tls] [--token t] [--crds dir]... [--scripts file]`: the
- * double, standalone, for people. `--tls` serves HTTPS with a CA made at start, and the kubeconfig
- * carries that CA (also written to <kubeconfig>-ca.crt, for curl --cacert). `--scripts` names a
- * JSON object mapping image references (a repository without tag or digest applies to all of its
- * tags and digests) to what the fake kubelet's containers of that image do (ContainerScript:
- * `lines`, `linesPerSecond`, `exitCode`, `oomKilled`, `evict`, `hang`, `runMs`, `printCrc`).
+ * `npm run kube:double -- --port 6443 [--tls] [--token t] [--crds dir]... [--scripts file]
+ * [--kueue]`: the double, standalone, for people. `--tls` serves HTTPS with a CA made at start,
+ * and the kubeconfig carries that CA (also written to <kubeconfig>-ca.crt, for curl --cacert).
+ * `--scripts` names a JSON object mapping image references (a repository without tag or digest
+ * applies to all of its tags and digests) to what the fake kubelet's containers of that image do
+ * (ContainerScript: `lines`, `linesPerSecond`, `exitCode`, `oomKilled`, `evict`, `hang`, `runMs`,
+ * `printCrc`). `--kueue` installs Kueue's CRDs and runs the fake Kueue (kueue.ts).
  */
 export async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -26,6 +27,7 @@ export async function main(argv: string[]): Promise<void> {
       tls: { type: 'boolean', default: false },
       token: { type: 'string' },
       scripts: { type: 'string' },
+      kueue: { type: 'boolean', default: false },
       // kubectl's typed commands (`kubectl create namespace`) send protobuf, which the double
       // refuses with 415: name the namespaces here (or `kubectl apply -f` a Namespace as YAML).
       namespaces: { type: 'string', default: 'default,kube-system,kube-public,kube-node-lease' },
@@ -39,6 +41,7 @@ export async function main(argv: string[]): Promise<void> {
     bookmarkIntervalMs: 10_000,
     namespaces: [...new Set([...values.namespaces.split(','), values.namespace])].filter(Boolean),
     tls: values.tls,
+    kueue: values.kueue,
     ...(values.token !== undefined ? { token: values.token } : {}),
   });
   if (values.scripts !== undefined) {
