@@ -99,7 +99,8 @@ describe('the operator under watch and identity faults', () => {
     const id = await ground.startedBuild();
     await ground.linesStored(id, 20);
 
-    // The operator's three watches (Builds, Jobs, Pods) go dead; new ones get no answer.
+    // The operator's four watches (Builds, Jobs, Pods, Jobs' Events) go dead; new ones get no
+    // answer.
     const hole = ground.cluster.blackholeWatches();
     ground.onReset(() => Promise.resolve(hole.heal()));
     await until('the Job to complete in the cluster', () =>
@@ -113,7 +114,7 @@ describe('the operator under watch and identity faults', () => {
     hole.heal();
     const build = await ground.ended(id, CLIENT_NODE_IDLE_TIMEOUT_MS - 10_000);
 
-    expect(hole.silenced).toBe(3);
+    expect(hole.silenced).toBe(4);
     expect(build.status).toBe('success');
     await ground.expectCompleteLog(id, 200);
     await ground.expectMirrored(id, 'success');

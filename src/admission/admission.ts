@@ -150,6 +150,8 @@ export class Admission implements OnApplicationShutdown {
     const views = new Map<string, QueueView>();
     if (builds.length === 0) return views;
     const ids = builds.map((build) => build.id);
+    // A page of builds often waits behind the same running builds: one read per scope.
+    const outlooks = new Map<string, ReturnType<AdmissionStore['outlook']>>();
     const [states, places] = await Promise.all([
       this.store.states(ids),
       this.store.places(ids, this.limits),
@@ -157,11 +159,16 @@ export class Admission implements OnApplicationShutdown {
     for (const build of builds) {
       const place = places.get(build.id);
       if (place !== undefined) {
-        views.set(build.id, await this.viewOf(build, place));
+        views.set(build.id, await this.viewOf(build, place, outlooks));
         continue;
       }
       const state = states.get(build.id);
-      if (state !== undefined && state.admittedAt !== null && state.releasedAt === null && state.reason !== null) {
+      if (
+        state !== undefined &&
+        state.admittedAt !== null &&
+        state.releasedAt === null &&
+        state.reason !== null
+      ) {
         views.set(build.id, {
           position: null,
           reason: state.reason,
@@ -262,7 +269,11 @@ export class Admission implements OnApplicationShutdown {
     }
   }
 
-  private async viewOf(build: AdmittableBuild, place: QueuePlaceRow): Promise<QueueView> {
+  private async viewOf(
+    build: AdmittableBuild,
+    place: QueuePlaceRow,
+    outlooks: Map<string, ReturnType<AdmissionStore['outlook']>>,
+  ): Promise<QueueView> {
     const { limits } = this;
     const scope =
       place.reason === 'TenantLimit'
@@ -277,7 +288,13 @@ export class Admission implements OnApplicationShutdown {
               capacity: limits.maxRunning ?? place.runningTotal + place.position,
               ahead: place.position - 1,
             };
-    const { runningMs, medianRunMs } = await this.store.outlook(scope);
+    const key = `${scope.tenantId ?? ''}/${scope.projectId ?? ''}`;
+    let outlook = outlooks.get(key);
+    if (outlook === undefined) {
+      outlook = this.store.outlook(scope);
+      outlooks.set(key, outlook);
+    }
+    const { runningMs, medianRunMs } = await outlook;
     const at = estimateStartMs({ nowMs: Date.now(), runningMs, medianRunMs, ...scope });
     return {
       position: place.position,
