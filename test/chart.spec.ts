@@ -622,7 +622,7 @@ describe('the Helm chart (charts/kiln)', () => {
         Object.fromEntries(
           envOf(one(chart, 'Deployment', name))
             .filter((e) =>
-              /^KILN_(MAX_RUNNING|TENANT_MAX|PROJECT_MAX|QUEUE_TTL|OPERATOR_UNSCHEDULABLE)/.test(
+              /^KILN_(ADMISSION|KUEUE|MAX_RUNNING|TENANT_MAX|PROJECT_MAX|QUEUE_TTL|OPERATOR_UNSCHEDULABLE)/.test(
                 e.name as string,
               ),
             )
@@ -630,6 +630,7 @@ describe('the Helm chart (charts/kiln)', () => {
         ),
       );
     const defaults = {
+      KILN_ADMISSION: 'kiln',
       KILN_QUEUE_TTL_SECONDS: '86400',
       KILN_OPERATOR_UNSCHEDULABLE_SECONDS: '900',
     };
@@ -655,6 +656,27 @@ describe('the Helm chart (charts/kiln)', () => {
       tenantMaxQueued: 100,
       queueTtlMs: 86_400_000,
     });
+
+    // Kueue: its LocalQueues, no installation limit, and the operator may watch Workloads.
+    const tenant = '0a9e4c1e-6b1f-4c7e-9a51-2f3d4e5f6a7b';
+    const kueue = render(
+      merge(DATABASE, {
+        builds: { admission: { mode: 'kueue', kueueLocalQueues: { [tenant]: 'team-a' } } },
+      }),
+    );
+    const kueueEnv = {
+      ...defaults,
+      KILN_ADMISSION: 'kueue',
+      KILN_KUEUE_LOCAL_QUEUE: 'kiln',
+      KILN_KUEUE_LOCAL_QUEUES: `${tenant}=team-a`,
+    };
+    expect(admissionEnv(kueue)).toEqual([kueueEnv, kueueEnv]);
+    for (const role of find(kueue, 'Role', 'kiln-operator'))
+      expect(role.rules).toContainEqual({
+        apiGroups: ['kueue.x-k8s.io'],
+        resources: ['workloads'],
+        verbs: ['list', 'watch'],
+      });
   });
 
   it('routes the API and the WebSocket through an Ingress when asked, and ships a helm test', () => {

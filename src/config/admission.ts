@@ -5,7 +5,20 @@ import type { RunnerKind } from './runner.js';
  * Admission (docs/adr/0042-admission-in-postgres.md): how many started builds run at once, how
  * long and how many may wait.
  */
+export const ADMISSION_MODES = ['kiln', 'kueue'] as const;
+export type AdmissionMode = (typeof ADMISSION_MODES)[number];
+
 export interface AdmissionSettings {
+  /**
+   * kiln (default): kiln's own admission decides, KILN_MAX_RUNNING included. kueue: Kueue admits
+   * build Jobs in the cluster (they are created suspended, labelled with their LocalQueue);
+   * kiln's installation limit is off, its tenant and project limits stay.
+   */
+  readonly mode: AdmissionMode;
+  /** kueue: the LocalQueue of a tenant without its own (KILN_KUEUE_LOCAL_QUEUE, default kiln). */
+  readonly kueueLocalQueue: string;
+  /** kueue: LocalQueues of tenants, by tenant id (KILN_KUEUE_LOCAL_QUEUES=<id>=<queue>,…). */
+  readonly kueueLocalQueues: Readonly<Record<string, string>>;
   /**
    * Builds running at once in the whole installation (KILN_MAX_RUNNING). Default: the local
    * runner's KILN_LOCAL_MAX_PARALLEL with the local runner, no limit with Kubernetes (the
@@ -34,15 +47,57 @@ function optional(read: EnvReader, name: string, min: number, max: number): numb
   return read.value(name) === undefined ? undefined : read.integer(name, 0, min, max);
 }
 
+const QUEUE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 export function readAdmission(
   read: EnvReader,
   runner: RunnerKind,
   localMaxParallel: number,
 ): { admission: AdmissionSettings } {
+  const mode = read.oneOf('KILN_ADMISSION', ADMISSION_MODES, 'kiln');
   const maxRunning = optional(read, 'KILN_MAX_RUNNING', 0, MAX_LIMIT);
+  if (mode === 'kueue' && runner !== 'kubernetes') {
+    read.bad(
+      'KILN_ADMISSION',
+      'kiln with the local runner (kueue needs KILN_RUNNER=kubernetes)',
+      mode,
+    );
+  }
+  if (mode === 'kueue' && maxRunning !== undefined) {
+    read.bad(
+      'KILN_MAX_RUNNING',
+      'unset with KILN_ADMISSION=kueue (Kueue admits Jobs)',
+      String(maxRunning),
+    );
+  }
+  const kueueLocalQueue = read.value('KILN_KUEUE_LOCAL_QUEUE') ?? 'kiln';
+  if (!QUEUE_NAME.test(kueueLocalQueue)) {
+    read.bad('KILN_KUEUE_LOCAL_QUEUE', 'a LocalQueue name (DNS-1123 label)', kueueLocalQueue);
+  }
+  const kueueLocalQueues: Record<string, string> = {};
+  for (const entry of read.list('KILN_KUEUE_LOCAL_QUEUES')) {
+    const [tenant, queue] = entry.split('=').map((part) => part.trim().toLowerCase());
+    if (
+      tenant === undefined ||
+      queue === undefined ||
+      !UUID.test(tenant) ||
+      !QUEUE_NAME.test(queue)
+    ) {
+      read.bad('KILN_KUEUE_LOCAL_QUEUES', '<tenant id>=<LocalQueue name>, comma-separated', entry);
+      continue;
+    }
+    kueueLocalQueues[tenant] = queue;
+  }
   return {
     admission: {
-      maxRunning: maxRunning ?? (runner === 'local' ? localMaxParallel : undefined),
+      mode,
+      kueueLocalQueue,
+      kueueLocalQueues,
+      maxRunning:
+        mode === 'kueue'
+          ? undefined
+          : (maxRunning ?? (runner === 'local' ? localMaxParallel : undefined)),
       tenantMaxRunning: optional(read, 'KILN_TENANT_MAX_RUNNING', 0, MAX_LIMIT),
       projectMaxRunning: optional(read, 'KILN_PROJECT_MAX_RUNNING', 0, MAX_LIMIT),
       queueTtlMs: read.integer('KILN_QUEUE_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,

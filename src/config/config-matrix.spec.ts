@@ -122,6 +122,11 @@ const VALID: Readonly<Record<string, string>> = {
   KILN_QUEUE_TTL_SECONDS: '3600',
   KILN_TENANT_MAX_QUEUED: '50',
   KILN_ADMISSION_POLL_MS: '250',
+  // kueue refuses KILN_MAX_RUNNING and the local runner: its own cases below (admission()).
+  KILN_ADMISSION: 'kiln',
+  KILN_KUEUE_LOCAL_QUEUE: 'builds',
+  KILN_KUEUE_LOCAL_QUEUES:
+    '0a9e4c1e-6b1f-4c7e-9a51-2f3d4e5f6a7b=team-a, 1B2C3D4E-5F60-4718-8293-A4B5C6D7E8F9 = team-b',
   KUBECONFIG: '<tmp>/kubeconfig',
   KUBERNETES_SERVICE_HOST: '10.96.0.1',
 };
@@ -186,6 +191,9 @@ const INVALID: Readonly<Record<string, string>> = {
   KILN_BUILD_NAMESPACE_PRIVILEGED: 'privileged-',
   KILN_BUILD_ALLOW_PRIVILEGED: 'no',
   KILN_BUILD_USER_NAMESPACES: 'yes',
+  KILN_ADMISSION: 'fifo',
+  KILN_KUEUE_LOCAL_QUEUE: 'Not_A_Queue',
+  KILN_KUEUE_LOCAL_QUEUES: 'nobody=queue',
   KILN_STEP_IMAGE: 'kiln:latest',
   KILN_SNYK_TOKEN_SECRET: 'Snyk Token',
   ...Object.fromEntries(TOOLS.map((tool) => [`KILN_STEP_IMAGE_${tool.toUpperCase()}`, tool])),
@@ -204,6 +212,38 @@ const INVALID: Readonly<Record<string, string>> = {
 
 function only(name: string, value: string): Record<string, string> {
   return { [name]: value };
+}
+
+/** KILN_ADMISSION=kueue and what it refuses. */
+function admission(): Case[] {
+  const kube = { KILN_RUNNER: 'kubernetes', KUBECONFIG: '<tmp>/kubeconfig' };
+  return [
+    {
+      name: 'admission: kueue with the kubernetes runner',
+      env: { ...kube, KILN_ADMISSION: 'kueue' },
+    },
+    {
+      name: 'admission: kueue with a LocalQueue per tenant',
+      env: {
+        ...kube,
+        KILN_ADMISSION: 'kueue',
+        KILN_KUEUE_LOCAL_QUEUE: 'shared',
+        KILN_KUEUE_LOCAL_QUEUES: '0a9e4c1e-6b1f-4c7e-9a51-2f3d4e5f6a7b=team-a',
+      },
+    },
+    { name: 'admission: kueue with the local runner', env: only('KILN_ADMISSION', 'kueue') },
+    {
+      name: 'admission: kueue with an installation limit',
+      env: { ...kube, KILN_ADMISSION: 'kueue', KILN_MAX_RUNNING: '4' },
+    },
+    {
+      name: 'admission: bad LocalQueue names',
+      env: {
+        KILN_KUEUE_LOCAL_QUEUE: 'Builds',
+        KILN_KUEUE_LOCAL_QUEUES: 'team-a=builds, 0a9e4c1e-6b1f-4c7e-9a51-2f3d4e5f6a7b=',
+      },
+    },
+  ];
 }
 
 function cases(): Case[] {
@@ -239,7 +279,7 @@ function cases(): Case[] {
   }
   all.push(...integerForms(), ...choices(), ...names(), ...steps(), ...urls());
   all.push(...secrets(), ...bootstrapAdmin(), ...kube(), ...operatorLease(), ...lists());
-  all.push(...childEnvironment(), ...combinations());
+  all.push(...childEnvironment(), ...combinations(), ...admission());
   return all;
 }
 
@@ -257,6 +297,7 @@ function choices(): Case[] {
     KILN_LOG_LEVEL: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'DEBUG', 'verbose'],
     KILN_BUILD_ALLOW_PRIVILEGED: ['true', 'false', 'False', '0'],
     KILN_BUILD_USER_NAMESPACES: ['true', 'false', 'TRUE', '1'],
+    KILN_ADMISSION: ['kiln', 'Kueue', 'volcano'],
   };
   return Object.entries(values).flatMap(([name, list]) =>
     list.map((value) => ({

@@ -4,7 +4,7 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { CoreV1Event, V1Job, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Job, V1OwnerReference, V1Pod } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
@@ -35,6 +35,7 @@ import {
 } from './api/build-resource.js';
 import { Admission } from '../admission/admission.js';
 import { BuildReconciler, DEFAULT_RECONCILER_SETTINGS } from './builds/build-reconciler.js';
+import type { KueueWorkload } from './builds/pod-wait.js';
 import { podChanged } from './builds/pod-state.js';
 import { CacheIndex } from './runtime/cache-index.js';
 import { Informer, trimForCache } from './runtime/informer.js';
@@ -163,7 +164,27 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         ? undefined
         : `${event.involvedObject.namespace ?? namespace}/${event.involvedObject.name}`,
     );
-    return { builds, jobs, pods, podsByJob, jobEvents, eventsByJob };
+    // KILN_ADMISSION=kueue: the Workloads Kueue makes for kiln's suspended Jobs say why they wait.
+    const workloads =
+      this.config.admission.mode === 'kueue'
+        ? new Informer<CachedWorkload>(
+            KubeListWatch.forClient(kube, {
+              group: 'kueue.x-k8s.io',
+              version: 'v1beta1',
+              plural: 'workloads',
+              namespace,
+            }),
+            { name: 'workloads', ...watches },
+          )
+        : undefined;
+    const workloadsByJob =
+      workloads === undefined
+        ? undefined
+        : new CacheIndex(workloads, (workload) => {
+            const job = jobOwnerOf(workload);
+            return job === undefined ? undefined : `${namespace}/${job}`;
+          });
+    return { builds, jobs, pods, podsByJob, jobEvents, eventsByJob, workloads, workloadsByJob };
   }
 
   private reconcilerOf(
@@ -186,6 +207,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
               (b.metadata.deletionTimestamp === undefined ? -1 : 0),
           )[0],
         jobEvents: (ns, job) => of(ns)?.eventsByJob.get(`${ns}/${job}`) ?? [],
+        workloadOfJob: (ns, job) => of(ns)?.workloadsByJob?.get(`${ns}/${job}`)[0],
       },
       builds: new CustomResources<BuildResource>(kube, BUILD_GROUP, BUILD_VERSION, BUILD_PLURAL),
       workloads: new KubeWorkloads(kube),
@@ -214,6 +236,15 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         drainDeadlineMs: this.config.operatorDrainDeadlineMs,
         imagePullTimeoutMs: this.config.operatorImagePullTimeoutMs,
         unschedulableTimeoutMs: this.config.operatorUnschedulableMs,
+        ...(this.config.admission.mode === 'kueue'
+          ? {
+              kueue: {
+                localQueue: this.config.admission.kueueLocalQueue,
+                localQueues: this.config.admission.kueueLocalQueues,
+                queueTtlSeconds: Math.ceil(this.config.admission.queueTtlMs / 1000),
+              },
+            }
+          : {}),
         ttlSecondsAfterFinished: this.config.operatorJobTtlSeconds,
       },
     });
@@ -249,7 +280,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       name: 'builds',
       logger,
     });
-    for (const [namespace, { builds, jobs, pods, jobEvents }] of informers) {
+    for (const [namespace, { builds, jobs, pods, jobEvents, workloads }] of informers) {
       // A Build owns its Job in its own namespace (owner references cannot cross namespaces).
       const ownerKey = (job: V1Job): string[] => {
         const owner = job.metadata?.ownerReferences?.find(
@@ -279,6 +310,20 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
           // A repeat only counts up: the reconciler reads what the Event says, not how often.
           { changed: (before, after) => before.message !== after.message },
         );
+      if (workloads !== undefined) {
+        runtime.watch(
+          workloads,
+          (workload) => {
+            const job = jobs.get(`${namespace}/${jobOwnerOf(workload) ?? ''}`);
+            return job === undefined ? [] : ownerKey(job);
+          },
+          {
+            changed: (before, after) =>
+              JSON.stringify(before.status?.conditions) !==
+              JSON.stringify(after.status?.conditions),
+          },
+        );
+      }
     }
     return runtime;
   }
@@ -293,6 +338,15 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
 type CachedJob = V1Job & { metadata: { name: string } };
 type CachedPod = V1Pod & { metadata: { name: string } };
 type CachedEvent = CoreV1Event & { metadata: { name: string } };
+type CachedWorkload = KueueWorkload & {
+  metadata: { name: string; namespace?: string; ownerReferences?: V1OwnerReference[] };
+};
+
+/** The Job a Kueue Workload was made for (its controller owner). */
+function jobOwnerOf(workload: CachedWorkload): string | undefined {
+  return workload.metadata.ownerReferences?.find((o) => o.kind === 'Job' && o.controller === true)
+    ?.name;
+}
 
 interface Informers {
   readonly builds: Informer<BuildResource>;
@@ -301,6 +355,8 @@ interface Informers {
   readonly podsByJob: CacheIndex<CachedPod>;
   readonly jobEvents: Informer<CachedEvent>;
   readonly eventsByJob: CacheIndex<CachedEvent>;
+  readonly workloads: Informer<CachedWorkload> | undefined;
+  readonly workloadsByJob: CacheIndex<CachedWorkload> | undefined;
 }
 
 /** Stops the reconciler's long-running work (log followers) whenever the term ends. */

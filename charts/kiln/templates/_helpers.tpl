@@ -132,6 +132,16 @@ that name and whether the chart creates it (any level with that name says so). R
       key: {{ include "kiln.databaseSecretKey" . }}
 # Admission: the operator admits, the API shows where a waiting build stands; both by one rule.
 {{- with .Values.builds.admission }}
+- name: KILN_ADMISSION
+  value: {{ .mode | quote }}
+{{- if eq .mode "kueue" }}
+- name: KILN_KUEUE_LOCAL_QUEUE
+  value: {{ .kueueLocalQueue | quote }}
+{{- with .kueueLocalQueues }}
+- name: KILN_KUEUE_LOCAL_QUEUES
+  value: {{ include "kiln.kueueQueues" . | quote }}
+{{- end }}
+{{- end }}
 {{- if not (kindIs "invalid" .maxRunning) }}
 - name: KILN_MAX_RUNNING
   value: {{ .maxRunning | quote }}
@@ -245,4 +255,13 @@ absolute and used once, and may not hide the pod's writable places or its servic
   mountPath: {{ $path | quote }}
   readOnly: true
 {{- end }}
+{{- end -}}
+
+{{/* KILN_KUEUE_LOCAL_QUEUES: <tenant id>=<queue>,… in a stable order. */}}
+{{- define "kiln.kueueQueues" -}}
+{{- $pairs := list -}}
+{{- range $tenant, $queue := . -}}
+{{- $pairs = append $pairs (printf "%s=%s" $tenant $queue) -}}
+{{- end -}}
+{{- join "," $pairs -}}
 {{- end -}}

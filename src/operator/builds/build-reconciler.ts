@@ -220,7 +220,12 @@ export class BuildReconciler {
       resource.status?.podName !== undefined ||
       this.drains.isFollowing(record.id);
     const pullSince = pullFailingSince(pod);
-    const podWait = podWaitOf(job, pod, this.deps.caches.jobEvents(namespace, jobName));
+    const podWait = podWaitOf(
+      job,
+      pod,
+      this.deps.caches.jobEvents(namespace, jobName),
+      this.deps.caches.workloadOfJob?.(namespace, jobName),
+    );
     const { settings } = this.deps;
     const outcome = outcomeOf(job, pod, {
       nowMs: this.now(),

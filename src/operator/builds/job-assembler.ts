@@ -16,7 +16,7 @@ import { KubeApiError } from '../../kubernetes/errors.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import { BUILD_API_VERSION, BUILD_KIND, type BuildResource } from '../api/build-resource.js';
 import type { BuildEvents } from './build-events.js';
-import { namespaceOf, type ReconcilerDeps } from './reconciler-ports.js';
+import { KUEUE_QUEUE_LABEL, namespaceOf, type ReconcilerDeps } from './reconciler-ports.js';
 import { RefusedBuild } from './refused-build.js';
 import type { SecretMasking } from './secret-masking.js';
 
@@ -97,10 +97,23 @@ export class JobAssembler {
     // BuildAccess registered the values it resolved, and buildSecret the tokens it minted: what
     // the pod is given is masked, and need not be read back from the Secret.
     this.masking.registered(record.id);
+    const { kueue } = this.deps.settings;
     const job: V1Job = {
       ...translation.job,
       metadata: { ...translation.job.metadata, ownerReferences: [ownerOf(resource)] },
     };
+    if (kueue !== undefined) {
+      // Kueue admits it: created suspended in the tenant's LocalQueue, unsuspended by Kueue, and
+      // its activeDeadlineSeconds counts from then.
+      job.metadata = {
+        ...job.metadata,
+        labels: {
+          ...job.metadata?.labels,
+          [KUEUE_QUEUE_LABEL]: kueue.localQueues[record.tenantId] ?? kueue.localQueue,
+        },
+      };
+      job.spec = { ...job.spec!, suspend: true };
+    }
     let created: V1Job;
     try {
       created = await this.deps.workloads.createJob(namespace, job);
@@ -189,7 +202,12 @@ export class JobAssembler {
     const data: Record<string, string> = {};
     let tokens: Record<'sbom' | 'scan', string> | undefined;
     if (keys.some((key) => key.startsWith(UPLOAD_TOKEN_PREFIX))) {
-      tokens = await this.deps.artifacts.mintUploadTokens(record.id, record.spec.timeoutSeconds);
+      // With Kueue the Job may wait suspended first: the tokens outlive the longest wait too.
+      const waits = this.deps.settings.kueue?.queueTtlSeconds ?? 0;
+      tokens = await this.deps.artifacts.mintUploadTokens(
+        record.id,
+        record.spec.timeoutSeconds + waits,
+      );
       if (tokens === undefined) return undefined;
       // A step that prints its upload token (a shell's trace) must not show it.
       this.deps.sink.registerSecrets(record.id, [tokens.sbom, tokens.scan]);

@@ -116,4 +116,32 @@ describe(podWaitOf.name, () => {
       ]),
     ).toBeUndefined();
   });
+
+  it('reads a suspended Job from its Kueue Workload (KILN_ADMISSION=kueue)', () => {
+    const suspended: V1Job = { ...JOB, spec: { suspend: true, template: {} } };
+    const workload = (status: string, reason: string, message: string) => ({
+      metadata: { name: 'job-kiln-b1-1a2b3' },
+      status: { conditions: [{ type: 'QuotaReserved', status, reason, message }] },
+    });
+    expect(podWaitOf(suspended, undefined, [], undefined)).toEqual({
+      kind: 'waits',
+      reason: 'KueueQueued',
+      message: "Kueue has not made the Job's Workload yet",
+    });
+    expect(
+      podWaitOf(
+        suspended,
+        undefined,
+        [],
+        workload('False', 'Inadmissible', "LocalQueue team-a doesn't exist"),
+      ),
+    ).toEqual({
+      kind: 'waits',
+      reason: 'KueueInadmissible',
+      message: "Workload job-kiln-b1-1a2b3: LocalQueue team-a doesn't exist",
+    });
+    expect(
+      podWaitOf(suspended, undefined, [], workload('True', 'QuotaReserved', 'Quota reserved')),
+    ).toBeUndefined();
+  });
 });

@@ -18,6 +18,19 @@ export type PodWait =
 
 const PULL_WAITS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName']);
 
+/** What kiln reads of a Kueue Workload (kueue.x-k8s.io/v1beta1): its conditions. */
+export interface KueueWorkload {
+  readonly metadata?: { readonly name?: string };
+  readonly status?: {
+    readonly conditions?: ReadonlyArray<{
+      readonly type: string;
+      readonly status: string;
+      readonly reason?: string;
+      readonly message?: string;
+    }>;
+  };
+}
+
 /**
  * What holds the build's pod back now; undefined when nothing does (it runs, or is on its way).
  * `events` are the Events of the Job (any order; those of an earlier Job of the same name are
@@ -27,7 +40,10 @@ export function podWaitOf(
   job: V1Job,
   pod: V1Pod | undefined,
   events: readonly CoreV1Event[],
+  workload?: KueueWorkload,
 ): PodWait | undefined {
+  // Created suspended for Kueue (KILN_ADMISSION=kueue): its Workload says why it waits.
+  if (job.spec?.suspend === true) return kueueWait(workload);
   if (pod === undefined || pod.metadata?.deletionTimestamp !== undefined) {
     return pod === undefined ? createFailure(job, events) : undefined;
   }
@@ -93,6 +109,37 @@ function createFailure(job: V1Job, events: readonly CoreV1Event[]): PodWait | un
     return { kind: 'waits', reason: 'ClusterQuota', message };
   }
   return { kind: 'waits', reason: 'PodNotCreated', message };
+}
+
+/**
+ * A suspended Job Kueue has not admitted: no Workload yet, or its QuotaReserved condition False
+ * (Pending: no quota now; Inadmissible: its LocalQueue or ClusterQueue is missing or stopped),
+ * as KueuePending or KueueInadmissible with Kueue's own message.
+ */
+function kueueWait(workload: KueueWorkload | undefined): PodWait | undefined {
+  if (workload === undefined) {
+    return {
+      kind: 'waits',
+      reason: 'KueueQueued',
+      message: "Kueue has not made the Job's Workload yet",
+    };
+  }
+  const reserved = workload.status?.conditions?.find((c) => c.type === 'QuotaReserved');
+  if (reserved?.status === 'False') {
+    return {
+      kind: 'waits',
+      reason: `Kueue${reserved.reason ?? 'Pending'}`,
+      message: `Workload ${workload.metadata?.name ?? ''}: ${reserved.message ?? reserved.reason ?? 'not admitted'}`,
+    };
+  }
+  if (reserved === undefined) {
+    return {
+      kind: 'waits',
+      reason: 'KueuePending',
+      message: `Workload ${workload.metadata?.name ?? ''} waits for Kueue to reserve quota`,
+    };
+  }
+  return undefined; // admitted: Kueue unsuspends the Job
 }
 
 /** When the Event last happened, by whichever of its clocks it has. */

@@ -9,6 +9,7 @@ import type { KubeWorkloads } from '../../kubernetes/workloads.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import type { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { LogSink } from '../../logs/log-sink.js';
+import type { KueueWorkload } from './pod-wait.js';
 import type { SecretSealer } from '../../secrets/secret-sealer.js';
 import type { BuildResource } from '../api/build-resource.js';
 import {
@@ -24,6 +25,8 @@ export interface ReconcilerCaches {
   podOfJob(namespace: string, job: string): V1Pod | undefined;
   /** The Events whose involved object is the Job of that name (any order). */
   jobEvents(namespace: string, job: string): readonly CoreV1Event[];
+  /** KILN_ADMISSION=kueue: the Workload Kueue made for the Job of that name. */
+  workloadOfJob?(namespace: string, job: string): KueueWorkload | undefined;
 }
 
 export interface ReconcilerSettings {
@@ -39,12 +42,29 @@ export interface ReconcilerSettings {
   readonly imagePullTimeoutMs: number;
   /** How long a build's pod may find no node before the build fails with Unschedulable. */
   readonly unschedulableTimeoutMs: number;
+  /**
+   * KILN_ADMISSION=kueue: build Jobs are created suspended with the tenant's LocalQueue, for
+   * Kueue to admit; undefined: kiln admits, and creates Jobs running.
+   */
+  readonly kueue?: KueueSettings;
   /** Set on a build's Job once its logs are stored, so Kubernetes removes it. */
   readonly ttlSecondsAfterFinished: number;
   /** How long a cancelled build's log is read on before its Job is deleted. */
   readonly cancelSettleMs: number;
   readonly follower: LogFollowerOptions;
 }
+
+export interface KueueSettings {
+  /** The LocalQueue of a tenant without one of its own. */
+  readonly localQueue: string;
+  /** LocalQueues by tenant id. */
+  readonly localQueues: Readonly<Record<string, string>>;
+  /** A Job may wait this long suspended: its upload tokens must outlive the wait. */
+  readonly queueTtlSeconds: number;
+}
+
+/** The label Kueue reads a Job's LocalQueue from. */
+export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
 
 export const DEFAULT_RECONCILER_SETTINGS: Omit<ReconcilerSettings, 'job' | 'namespaces'> = {
   drainDeadlineMs: 120_000,

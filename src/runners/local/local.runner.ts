@@ -122,6 +122,8 @@ export class LocalRunner
 
   async start(build: RunnableBuild): Promise<void> {
     await this.lifecycle.setRunnerRef(build.id, `${RUNNER_PREFIX}${process.pid}`);
+    // In the queue before the start answers, so that its answer says where the build stands.
+    await this.admission.enqueue(build.id);
     const run = new BuildRun(build, this.buildDir(build.id), this.parts);
     this.runs.set(build.id, run);
     run.finished = this.execute(run)
@@ -214,7 +216,6 @@ export class LocalRunner
    */
   private async admitted(run: BuildRun): Promise<WaitEnd> {
     const { id } = run.build;
-    await this.admission.enqueue(id);
     if (run.cancelled) return 'cancelled';
     const end = new Promise<WaitEnd>((resolve) => this.waits.set(id, resolve));
     this.lookAtWaits();
