@@ -71,23 +71,33 @@ const ADMISSION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('kiln_admission'))
  *
  * $1: the tenants' default limit, $2: the projects' limit (null: none).
  */
-const QUEUE = `
+const queueOf = (firstPerProject: string | null) => `
   running AS (
     SELECT tenant_id, project_id, count(*)::int AS n
       FROM build_admissions
      WHERE admitted_at IS NOT NULL AND released_at IS NULL
      GROUP BY tenant_id, project_id
   ),
+  waiting AS (
+    -- Every waiting build; for a pass with n free slots only the first n of each project, the
+    -- only ones it could take (a tenant's first n in order are among them, slots and all).
+    SELECT w.build_id, w.tenant_id, w.project_id, w.seq
+      FROM (SELECT a.build_id, a.tenant_id, a.project_id, a.seq,
+                   row_number() OVER (PARTITION BY a.tenant_id, a.project_id ORDER BY a.seq)
+                     AS in_project
+              FROM build_admissions a
+             WHERE a.admitted_at IS NULL AND a.released_at IS NULL) w
+     ${firstPerProject === null ? '' : `WHERE w.in_project <= ${firstPerProject}`}
+  ),
   queue AS (
     SELECT a.build_id, a.tenant_id, a.project_id, a.seq, coalesce(r.n, 0) AS project_running,
            coalesce(r.n, 0) + row_number() OVER (PARTITION BY a.tenant_id, a.project_id
                                                  ORDER BY a.seq) AS project_slot,
            row_number() OVER (PARTITION BY a.tenant_id ORDER BY a.seq) AS tenant_rank
-      FROM build_admissions a
+      FROM waiting a
       LEFT JOIN running r ON r.tenant_id = a.tenant_id AND r.project_id = a.project_id
-     WHERE a.admitted_at IS NULL AND a.released_at IS NULL
   ),
-  tenants AS (
+  tenants AS MATERIALIZED (
     SELECT q.tenant_id,
            coalesce((SELECT sum(r.n) FROM running r WHERE r.tenant_id = q.tenant_id), 0)::int
              AS running,
@@ -132,6 +142,9 @@ const QUEUE = `
     -- Slots the installation has free ($3; null: no limit, and so is this).
     SELECT $3::int - coalesce(sum(n), 0)::int AS slots FROM running
   )`;
+
+/** The whole queue: every waiting build's place. */
+const QUEUE = queueOf(null);
 
 /** Ends the wait or run of every build that is no longer in_progress. */
 const SWEEP = `
@@ -202,8 +215,19 @@ export class AdmissionStore {
   async admit(limits: AdmissionLimits): Promise<AdmittedBuild[]> {
     const rows = await this.dataSource.transaction(async (manager) => {
       await manager.query(ADMISSION_LOCK);
+      // No slot free: nothing to decide, and no need to order the whole queue to learn it. With
+      // n free, only the first n waiting builds of each project can be taken.
+      let free: number | null = null;
+      if (limits.maxRunning !== undefined) {
+        const [{ n }] = await manager.query<[{ n: number }]>(
+          `SELECT count(*)::int AS n FROM build_admissions
+            WHERE admitted_at IS NOT NULL AND released_at IS NULL`,
+        );
+        free = limits.maxRunning - n;
+        if (free <= 0) return [];
+      }
       return manager.query<AdmittedRow[]>(
-        `WITH ${QUEUE},
+        `WITH ${free === null ? QUEUE : queueOf(String(free))},
          chosen AS (
            SELECT p.build_id, p.position, b.reason AS before FROM places p
              CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id

@@ -121,8 +121,9 @@ export class Admission implements OnApplicationShutdown {
   }
 
   /**
-   * One admission pass: admits what the limits allow, then writes the reason of every waiting
-   * build. Passes of this process run one at a time; one asked for during a pass runs after it.
+   * One admission pass: admits what the limits allow and tells the watchers (the reasons of the
+   * builds still waiting are written at the next poll). Passes of this process run one at a
+   * time; one asked for during a pass runs after it.
    */
   pass(): Promise<void> {
     if (this.passing !== undefined) {
@@ -152,10 +153,13 @@ export class Admission implements OnApplicationShutdown {
     const ids = builds.map((build) => build.id);
     // A page of builds often waits behind the same running builds: one read per scope.
     const outlooks = new Map<string, ReturnType<AdmissionStore['outlook']>>();
-    const [states, places] = await Promise.all([
-      this.store.states(ids),
-      this.store.places(ids, this.limits),
-    ]);
+    // Only a build that waits to be admitted needs its place, which orders the whole queue.
+    const states = await this.store.states(ids);
+    const waiting = ids.filter((id) => {
+      const state = states.get(id);
+      return state !== undefined && state.admittedAt === null && state.releasedAt === null;
+    });
+    const places = await this.store.places(waiting, this.limits);
     for (const build of builds) {
       const place = places.get(build.id);
       if (place !== undefined) {
@@ -215,6 +219,7 @@ export class Admission implements OnApplicationShutdown {
       await this.store.sweep();
       await this.expire();
       await this.pass();
+      await this.refreshReasons();
     } catch (error) {
       this.logger.warn({ err: error }, 'admission could not look at the queue; it tries again');
     }
@@ -227,6 +232,14 @@ export class Admission implements OnApplicationShutdown {
       const waited = build.admittedAt.getTime() - build.queuedAt.getTime();
       await this.say(build.buildId, `admitted to run after waiting ${duration(waited)}`);
     }
+    for (const watcher of this.watchers) watcher();
+  }
+
+  /**
+   * Writes what every waiting build waits for now, and a `[kiln]` line to each whose wait began or
+   * whose reason changed. It orders the whole queue: once per poll, not once per pass.
+   */
+  private async refreshReasons(): Promise<void> {
     const changes = await this.store.refreshReasons(this.limits);
     if (changes.length > 0) {
       const places = await this.store.places(
@@ -243,7 +256,6 @@ export class Admission implements OnApplicationShutdown {
         );
       }
     }
-    for (const watcher of this.watchers) watcher();
   }
 
   /** Fails the builds that waited past KILN_QUEUE_TTL_SECONDS, saying how long and behind what. */
