@@ -9,8 +9,8 @@ const REASONS_BEFORE = `'BuildFailed', 'TimedOut', 'OutOfMemory', 'PodEvicted', 
  * QueueTimeout (the build waited past KILN_QUEUE_TTL_SECONDS), PodRefused (the cluster refuses
  * its pod for good) and Unschedulable (no node for its pod within
  * KILN_OPERATOR_UNSCHEDULABLE_SECONDS); the index that finds waits past their time to live, the
- * one that finds open rows whose build ended (the sweep), and the one a pass reads each
- * project's first waiting builds by.
+ * one that finds open rows whose build ended (the sweep), the one a pass reads each
+ * project's first waiting builds by, and the one the estimate reads the latest runs by.
  */
 export class AdmissionTimeouts1765324800000 implements MigrationInterface {
   name = 'AdmissionTimeouts1765324800000';
@@ -27,6 +27,10 @@ export class AdmissionTimeouts1765324800000 implements MigrationInterface {
       CREATE INDEX build_admissions_waiting_project_idx
         ON build_admissions (tenant_id, project_id, seq)
         WHERE admitted_at IS NULL AND released_at IS NULL`);
+    // The median of the latest runs (a waiting build's estimated start): the newest releases.
+    await runner.query(`
+      CREATE INDEX build_admissions_released_idx ON build_admissions (released_at)
+        WHERE admitted_at IS NOT NULL AND released_at IS NOT NULL`);
     await runner.query('ALTER TABLE builds DROP CONSTRAINT builds_failure_reason_check');
     await runner.query(`ALTER TABLE builds ADD CONSTRAINT builds_failure_reason_check
       CHECK (failure_reason IN (${REASONS_BEFORE}, 'QueueTimeout', 'PodRefused', 'Unschedulable'))`);
@@ -39,6 +43,7 @@ export class AdmissionTimeouts1765324800000 implements MigrationInterface {
     await runner.query('ALTER TABLE builds DROP CONSTRAINT builds_failure_reason_check');
     await runner.query(`ALTER TABLE builds ADD CONSTRAINT builds_failure_reason_check
       CHECK (failure_reason IN (${REASONS_BEFORE}))`);
+    await runner.query('DROP INDEX build_admissions_released_idx');
     await runner.query('DROP INDEX build_admissions_waiting_project_idx');
     await runner.query('DROP INDEX build_admissions_open_idx');
     await runner.query('DROP INDEX build_admissions_queued_idx');
