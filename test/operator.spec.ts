@@ -216,7 +216,8 @@ describe('the operator', () => {
 
     expect(build.status).toBe('failed');
     expect(build.error_message).toMatch(
-      /could not be pulled: Back-off pulling image .*manifest unknown/,
+      // ErrImagePull or ImagePullBackOff, whichever the kubelet shows at the timeout.
+      /could not be pulled: (Back-off pulling image .*)?manifest unknown/,
     );
     expect(await failureReasonOf(id)).toBe('ImagePullFailed');
     await until('the Job to be deleted', () => (jobOf(id) === undefined ? true : undefined));

@@ -385,7 +385,8 @@ export class AdmissionStore {
          changed AS (
            SELECT n.build_id, n.position, n.reason, a.reason AS before
              FROM now_waiting n JOIN build_admissions a ON a.build_id = n.build_id
-            WHERE a.reason IS DISTINCT FROM n.reason
+            -- Admissible is no wait: the next pass takes it (a line would say it waited 0 s).
+            WHERE a.reason IS DISTINCT FROM n.reason AND n.reason <> 'Admissible'
          ),
          written AS (
            UPDATE build_admissions a SET reason = c.reason, message = NULL
