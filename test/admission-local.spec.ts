@@ -299,6 +299,68 @@ describe('admission with the local runner (real buildah, real registry)', () => 
     });
   });
 
+  describe('two kilns on one Postgres where nothing runs (KILN_MAX_RUNNING=0), polling once a minute', () => {
+    it('answer the same places, and each sees at once a wait the other ended', async () => {
+      const database = await createTestDatabase();
+      // A minute between polls: a place can only move here because a request saw the queue move.
+      const quiet = { KILN_MAX_RUNNING: '0', KILN_ADMISSION_POLL_MS: '60000' };
+      const first = await kilnWith('places-1', quiet, database);
+      const second = await startTestApp({
+        database,
+        env: {
+          KILN_RUNNER: 'local',
+          KILN_DATA_DIR: `${dataDir}/places-2`,
+          KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
+          KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
+          ...quiet,
+        },
+      });
+      try {
+        const { seeded } = first;
+        const tokenA = await tokenFor(second.baseUrl, seeded.users.admin.email);
+        const tokenB = await tokenFor(second.baseUrl, seeded.users.adminB.email);
+        const on = {
+          first: { a: first.a, b: first.b },
+          second: {
+            a: new ApiClient(second, tokenA, seeded.tenantA),
+            b: new ApiClient(second, tokenB, seeded.tenantB),
+          },
+        };
+        const start = async (client: ApiClient, projectId: string, branch: string) => {
+          const build = await client.createBuild(projectId, branch);
+          expect((await client.request('POST', `/builds/${build.id}/start`)).status).toBe(200);
+          return build.id as string;
+        };
+        const positions = async (kiln: { a: ApiClient; b: ApiClient }, ids: string[]) =>
+          Promise.all(
+            ids.map(async (id, index) => {
+              const client = index === 1 ? kiln.b : kiln.a;
+              return (await jsonOf(await client.request('GET', `/builds/${id}/status`))).queue
+                ?.position;
+            }),
+          );
+        // Fair share: b's first build goes before a's second.
+        const a1 = await start(on.first.a, seeded.projectA, 'quick-1');
+        const b1 = await start(on.second.b, seeded.projectB, 'quick-1');
+        const a2 = await start(on.second.a, seeded.projectA, 'quick-2');
+        const ids = [a1, b1, a2];
+
+        expect(await positions(on.first, ids)).toEqual([1, 2, 3]);
+        expect(await positions(on.second, ids)).toEqual([1, 2, 3]);
+
+        expect((await on.first.a.request('POST', `/builds/${a1}/cancel`)).status).toBe(200);
+        expect((await ended(on.first.a, a1)).status).toBe('cancelled');
+
+        expect(await positions(on.second, ids)).toEqual([undefined, 1, 2]);
+        expect(await positions(on.first, ids)).toEqual([undefined, 1, 2]);
+      } finally {
+        await second.close();
+        await first.kiln.close();
+        await database.drop();
+      }
+    });
+  });
+
   describe('two kilns with the local runner on one Postgres, one slot between them (KILN_MAX_RUNNING=1)', () => {
     it('never runs two builds at once, whichever kiln started them, and runs them all', async () => {
       const database = await createTestDatabase();

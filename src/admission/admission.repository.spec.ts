@@ -263,7 +263,7 @@ describe(AdmissionStore.name, () => {
 
       expect(await store.setClusterReason(a1!, quota('p1'))).toBe(true);
       expect(await store.setClusterReason(a1!, quota('p2'))).toBe(false);
-      expect((await store.states([a1!])).get(a1!)).toMatchObject(quota('p2'));
+      expect((await store.states([a1!])).states.get(a1!)).toMatchObject(quota('p2'));
       expect(await store.setClusterReason(a1!, quota('p2'))).toBe(false);
       expect(await store.setClusterReason(a1!, undefined)).toBe(true);
       // A waiting build's reason is admission's own.
@@ -276,8 +276,21 @@ describe(AdmissionStore.name, () => {
       await store.admit({ maxRunning: 1 });
 
       expect(await store.refreshReasons({ maxRunning: 1 })).toEqual([
-        { buildId: a2, before: null, reason: 'InstallationLimit', position: 1 },
-        { buildId: b1, before: null, reason: 'TenantLimit', position: 2 },
+        {
+          buildId: a2,
+          before: null,
+          place: expect.objectContaining({
+            reason: 'InstallationLimit',
+            position: 1,
+            runningTotal: 1,
+            tenantRunning: 1,
+          }),
+        },
+        {
+          buildId: b1,
+          before: null,
+          place: expect.objectContaining({ reason: 'TenantLimit', position: 2, tenantMax: 0 }),
+        },
       ]);
       expect(await store.refreshReasons({ maxRunning: 1 })).toEqual([]);
       // A slot frees: a2 is admissible, which is no wait to write (the next pass takes it).
@@ -334,6 +347,62 @@ describe(AdmissionStore.name, () => {
 
     it('answers nothing for a build never enqueued', async () => {
       expect(await store.waiting('00000000-0000-4000-8000-000000000000', {})).toBeUndefined();
+    });
+  });
+
+  describe('generation, order', () => {
+    /** Runs `change` and answers whether it moved the queue's generation. */
+    const moves = async (change: () => Promise<unknown>): Promise<boolean> => {
+      const before = await store.generation();
+      await change();
+      return (await store.generation()) !== before;
+    };
+
+    it('moves with every change to what orders the queue, and only with those', async () => {
+      const a = await tenant('a');
+      const [a1] = await a.start();
+      const limits = { maxRunning: 1 };
+
+      expect(await moves(() => a.start())).toBe(true);
+      expect(await moves(() => store.admit(limits))).toBe(true);
+      // A reason written orders nothing; neither does a pass, a sweep or an enqueue that change nothing.
+      expect(await moves(() => store.refreshReasons(limits))).toBe(false);
+      expect(
+        await moves(() => store.setClusterReason(a1!, { reason: 'ImagePull', message: 'm' })),
+      ).toBe(false);
+      expect(await moves(() => store.admit(limits))).toBe(false);
+      expect(await moves(() => store.sweep())).toBe(false);
+      expect(await moves(() => store.enqueue(a1!))).toBe(false);
+      expect(await moves(() => store.release(a1!))).toBe(true);
+      expect(await moves(() => store.release(a1!))).toBe(false);
+      expect(
+        await moves(() =>
+          ground.dataSource.query(
+            `INSERT INTO tenant_admission_settings (tenant_id, weight) VALUES ($1, 3)
+             ON CONFLICT (tenant_id) DO UPDATE SET weight = 3`,
+            [a.tenantId],
+          ),
+        ),
+      ).toBe(true);
+      expect(
+        await moves(() => ground.dataSource.query('DELETE FROM builds WHERE id = $1', [a1])),
+      ).toBe(true);
+    });
+
+    it('answers every waiting build in one order, as `places` places each, with the generation read before it', async () => {
+      const a = await tenant('a');
+      const b = await tenant('b', { weight: 2 });
+      const ids = [...(await a.start(3)), ...(await b.start(2))];
+      const limits = { maxRunning: 2 };
+      await store.admit(limits);
+      const generation = await store.generation();
+
+      const order = await store.order(limits);
+
+      expect(order.generation).toBe(generation);
+      expect(order.places).toEqual(await store.places(ids, limits));
+      expect([...order.places.values()].map((place) => place.position).sort()).toEqual([1, 2, 3]);
+      expect((await store.states(ids)).generation).toBe(generation);
     });
   });
 

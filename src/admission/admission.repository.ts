@@ -36,8 +36,17 @@ export interface QueuePlaceRow extends WaitingPlace {
 export interface ReasonChange {
   readonly buildId: string;
   readonly before: string | null;
-  readonly reason: WaitReason;
-  readonly position: number;
+  /** Where it stands now, with the counts its reason is told with. */
+  readonly place: QueuePlaceRow;
+}
+
+/**
+ * Every waiting build's place, as one statement saw them, and the queue's generation read just
+ * before it: while the generation stays the same, so does every place.
+ */
+export interface QueueOrder {
+  readonly generation: string;
+  readonly places: ReadonlyMap<string, QueuePlaceRow>;
 }
 
 /** A build's row in build_admissions. */
@@ -146,11 +155,63 @@ const queueOf = (firstPerProject: string | null) => `
 /** The whole queue: every waiting build's place. */
 const QUEUE = queueOf(null);
 
+/** The columns of a place (after `WITH ${QUEUE}`, from places p, free and build_admissions a). */
+const PLACE_COLUMNS = `p.build_id, p.position, p.held_by, free.slots, p.tenant_running,
+  p.tenant_max, p.project_running, p.tenant_rank, p.project_rank, a.queued_at,
+  (SELECT coalesce(sum(n), 0)::int FROM running) AS running_total`;
+
+interface PlaceRow {
+  build_id: string;
+  position: number;
+  held_by: WaitReason | null;
+  slots: number | null;
+  running_total: number;
+  tenant_running: number;
+  tenant_max: number | null;
+  project_running: number;
+  tenant_rank: number;
+  project_rank: number;
+  queued_at: Date;
+}
+
+function placeOf(row: PlaceRow): QueuePlaceRow {
+  return {
+    position: row.position,
+    reason:
+      row.held_by ??
+      (row.slots === null || row.position <= row.slots ? 'Admissible' : 'InstallationLimit'),
+    runningTotal: row.running_total,
+    tenantRunning: row.tenant_running,
+    tenantMax: row.tenant_max,
+    projectRunning: row.project_running,
+    tenantRank: row.tenant_rank,
+    projectRank: row.project_rank,
+    queuedAt: row.queued_at,
+  };
+}
+
+/** The queue's generation now (admission_generation; 0 before its first change). */
+const GENERATION = `SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS generation
+  FROM admission_generation`;
+
 /** Ends the wait or run of every build that is no longer in_progress. */
 const SWEEP = `
   UPDATE build_admissions a SET released_at = statement_timestamp()
     FROM builds b
    WHERE b.id = a.build_id AND a.released_at IS NULL AND b.status <> 'in_progress'`;
+
+/** Admits every waiting build, first started first: admission when nothing is limited. */
+const ADMIT_ALL = `
+  WITH admitted AS (
+    UPDATE build_admissions a
+       SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
+      FROM build_admissions b
+     WHERE b.build_id = a.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
+    RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, a.seq,
+              b.reason AS before
+  )
+  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
+    FROM admitted ORDER BY seq`;
 
 interface AdmittedRow {
   build_id: string;
@@ -226,6 +287,19 @@ export class AdmissionStore {
         free = limits.maxRunning - n;
         if (free <= 0) return [];
       }
+      // No limit anywhere (no installation, tenant or project limit, no tenant with its own):
+      // every waiting build runs, first started first, without ordering the queue.
+      if (
+        free === null &&
+        limits.tenantMaxRunning === undefined &&
+        limits.projectMaxRunning === undefined
+      ) {
+        const [{ limited }] = await manager.query<[{ limited: boolean }]>(
+          `SELECT EXISTS (SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
+             AS limited`,
+        );
+        if (!limited) return manager.query<AdmittedRow[]>(ADMIT_ALL);
+      }
       return manager.query<AdmittedRow[]>(
         `WITH ${free === null ? QUEUE : queueOf(String(free))},
          chosen AS (
@@ -243,11 +317,7 @@ export class AdmissionStore {
          )
          SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
            FROM admitted ORDER BY position`,
-        [
-          limits.tenantMaxRunning ?? null,
-          limits.projectMaxRunning ?? null,
-          limits.maxRunning ?? null,
-        ],
+        parametersOf(limits),
       );
     });
     return rows.map((row) => ({
@@ -286,12 +356,7 @@ export class AdmissionStore {
     >(
       `WITH ${QUEUE}
        SELECT p.position, p.held_by, free.slots FROM places p, free WHERE p.build_id = $4`,
-      [
-        limits.tenantMaxRunning ?? null,
-        limits.projectMaxRunning ?? null,
-        limits.maxRunning ?? null,
-        buildId,
-      ],
+      [...parametersOf(limits), buildId],
     );
     if (row === undefined) return undefined;
     const reason =
@@ -317,50 +382,36 @@ export class AdmissionStore {
   ): Promise<Map<string, QueuePlaceRow>> {
     const places = new Map<string, QueuePlaceRow>();
     if (buildIds.length === 0) return places;
-    const rows = await this.dataSource.query<
-      Array<{
-        build_id: string;
-        position: number;
-        held_by: WaitReason | null;
-        slots: number | null;
-        running_total: number;
-        tenant_running: number;
-        tenant_max: number | null;
-        project_running: number;
-        tenant_rank: number;
-        project_rank: number;
-        queued_at: Date;
-      }>
-    >(
+    const rows = await this.dataSource.query<PlaceRow[]>(
       `WITH ${QUEUE}
-       SELECT p.build_id, p.position, p.held_by, free.slots, p.tenant_running, p.tenant_max,
-              p.project_running, p.tenant_rank, p.project_rank, a.queued_at,
-              (SELECT coalesce(sum(n), 0)::int FROM running) AS running_total
+       SELECT ${PLACE_COLUMNS}
          FROM places p CROSS JOIN free JOIN build_admissions a ON a.build_id = p.build_id
         WHERE p.build_id = ANY($4::uuid[])`,
-      [
-        limits.tenantMaxRunning ?? null,
-        limits.projectMaxRunning ?? null,
-        limits.maxRunning ?? null,
-        buildIds,
-      ],
+      [...parametersOf(limits), buildIds],
     );
-    for (const row of rows) {
-      places.set(row.build_id, {
-        position: row.position,
-        reason:
-          row.held_by ??
-          (row.slots === null || row.position <= row.slots ? 'Admissible' : 'InstallationLimit'),
-        runningTotal: row.running_total,
-        tenantRunning: row.tenant_running,
-        tenantMax: row.tenant_max,
-        projectRunning: row.project_running,
-        tenantRank: row.tenant_rank,
-        projectRank: row.project_rank,
-        queuedAt: row.queued_at,
-      });
-    }
+    for (const row of rows) places.set(row.build_id, placeOf(row));
     return places;
+  }
+
+  /**
+   * Every waiting build's place under `limits`, with the generation read before them: one order
+   * of the whole queue, for a process to answer many places from.
+   */
+  async order(limits: AdmissionLimits): Promise<QueueOrder> {
+    const generation = await this.generation();
+    const rows = await this.dataSource.query<PlaceRow[]>(
+      `WITH ${QUEUE}
+       SELECT ${PLACE_COLUMNS}
+         FROM places p CROSS JOIN free JOIN build_admissions a ON a.build_id = p.build_id`,
+      parametersOf(limits),
+    );
+    return { generation, places: new Map(rows.map((row) => [row.build_id, placeOf(row)])) };
+  }
+
+  /** The queue's generation: the same while no build begins to wait, is admitted or ends. */
+  async generation(): Promise<string> {
+    const [{ generation }] = await this.dataSource.query<[{ generation: string }]>(GENERATION);
+    return generation;
   }
 
   /**
@@ -371,40 +422,32 @@ export class AdmissionStore {
   async refreshReasons(limits: AdmissionLimits): Promise<ReasonChange[]> {
     return this.dataSource.transaction(async (manager) => {
       await manager.query(ADMISSION_LOCK);
-      const rows = await manager.query<
-        Array<{ build_id: string; before: string | null; reason: WaitReason; position: number }>
-      >(
+      const rows = await manager.query<Array<PlaceRow & { before: string | null }>>(
         `WITH ${QUEUE},
          now_waiting AS (
-           SELECT p.build_id, p.position,
+           SELECT ${PLACE_COLUMNS}, a.reason AS before,
                   coalesce(p.held_by,
                            CASE WHEN free.slots IS NULL OR p.position <= free.slots
                                 THEN 'Admissible' ELSE 'InstallationLimit' END) AS reason
-             FROM places p, free
+             FROM places p CROSS JOIN free JOIN build_admissions a ON a.build_id = p.build_id
          ),
          changed AS (
-           SELECT n.build_id, n.position, n.reason, a.reason AS before
-             FROM now_waiting n JOIN build_admissions a ON a.build_id = n.build_id
+           SELECT * FROM now_waiting n
             -- Admissible is no wait: the next pass takes it (a line would say it waited 0 s).
-            WHERE a.reason IS DISTINCT FROM n.reason AND n.reason <> 'Admissible'
+            WHERE n.before IS DISTINCT FROM n.reason AND n.reason <> 'Admissible'
          ),
          written AS (
            UPDATE build_admissions a SET reason = c.reason, message = NULL
              FROM changed c WHERE a.build_id = c.build_id
            RETURNING a.build_id
          )
-         SELECT c.build_id, c.before, c.reason, c.position FROM changed c ORDER BY c.position`,
-        [
-          limits.tenantMaxRunning ?? null,
-          limits.projectMaxRunning ?? null,
-          limits.maxRunning ?? null,
-        ],
+         SELECT * FROM changed c ORDER BY c.position`,
+        parametersOf(limits),
       );
       return rows.map((row) => ({
         buildId: row.build_id,
         before: row.before,
-        reason: row.reason,
-        position: row.position,
+        place: placeOf(row),
       }));
     });
   }
@@ -429,13 +472,17 @@ export class AdmissionStore {
     return rows[0]?.changed ?? false;
   }
 
-  /** What admission knows of each of `buildIds`; a build never enqueued is absent. */
-  async states(buildIds: readonly string[]): Promise<Map<string, AdmissionState>> {
-    const states = new Map<string, AdmissionState>();
-    if (buildIds.length === 0) return states;
+  /**
+   * What admission knows of each of `buildIds` (a build never enqueued is absent), and the
+   * queue's generation as the same statement saw it.
+   */
+  async states(
+    buildIds: readonly string[],
+  ): Promise<{ generation: string; states: Map<string, AdmissionState> }> {
     const rows = await this.dataSource.query<
       Array<{
-        build_id: string;
+        generation: string;
+        build_id: string | null;
         queued_at: Date;
         admitted_at: Date | null;
         released_at: Date | null;
@@ -443,11 +490,15 @@ export class AdmissionStore {
         message: string | null;
       }>
     >(
-      `SELECT build_id, queued_at, admitted_at, released_at, reason, message
-         FROM build_admissions WHERE build_id = ANY($1::uuid[])`,
+      `SELECT g.generation, a.build_id, a.queued_at, a.admitted_at, a.released_at, a.reason,
+              a.message
+         FROM (${GENERATION}) g
+         LEFT JOIN build_admissions a ON a.build_id = ANY($1::uuid[])`,
       [buildIds],
     );
+    const states = new Map<string, AdmissionState>();
     for (const row of rows) {
+      if (row.build_id === null) continue;
       states.set(row.build_id, {
         queuedAt: row.queued_at,
         admittedAt: row.admitted_at,
@@ -456,7 +507,7 @@ export class AdmissionStore {
         message: row.message,
       });
     }
-    return states;
+    return { generation: rows[0]?.generation ?? '0', states };
   }
 
   /** How many builds of the tenant wait to be admitted. */
@@ -520,4 +571,13 @@ export class AdmissionStore {
       medianRunMs: median[0]?.ms ?? undefined,
     };
   }
+}
+
+/** $1, $2, $3 of a QUEUE statement: the tenants' default limit, the projects', the installation's. */
+function parametersOf(limits: AdmissionLimits): [number | null, number | null, number | null] {
+  return [
+    limits.tenantMaxRunning ?? null,
+    limits.projectMaxRunning ?? null,
+    limits.maxRunning ?? null,
+  ];
 }

@@ -8,6 +8,7 @@ import { LogSink } from '../logs/log-sink.js';
 import { type AdmissionState, AdmissionStore, type QueuePlaceRow } from './admission.repository.js';
 import { estimateStartMs } from './estimate.js';
 import type { AdmissionLimits, WaitReason } from './fair-share.js';
+import { type OrderEntry, type Outlook, QueueOrders } from './queue-orders.js';
 
 /** What a build waits for, as GET /builds/{id} and /status show it (`queue`). */
 export interface QueueView {
@@ -53,6 +54,10 @@ export class Admission implements OnApplicationShutdown {
   private passing: Promise<void> | undefined;
   private passAgain = false;
   private stopped = false;
+  /** The queue's order, read at most once per generation for the places this process answers. */
+  private readonly orders: QueueOrders;
+  /** The generation the reasons were last written at, and when (ms). */
+  private reasonsAt: { generation: string; atMs: number } | undefined;
 
   constructor(
     private readonly store: AdmissionStore,
@@ -63,6 +68,11 @@ export class Admission implements OnApplicationShutdown {
   ) {
     const { maxRunning, tenantMaxRunning, projectMaxRunning } = config.admission;
     this.limits = { maxRunning, tenantMaxRunning, projectMaxRunning };
+    this.orders = new QueueOrders(
+      () => this.store.order(this.limits),
+      this.trustMs(),
+      (error) => this.logger.warn({ err: error }, 'admission could not order the queue'),
+    );
   }
 
   /**
@@ -98,7 +108,7 @@ export class Admission implements OnApplicationShutdown {
 
   /** Where each build stands: admitted, ended without a run, or waiting; absent: never enqueued. */
   async outcomes(buildIds: readonly string[]): Promise<Map<string, WaitOutcome>> {
-    const states = await this.store.states(buildIds);
+    const { states } = await this.store.states(buildIds);
     return new Map([...states].map(([id, state]) => [id, outcomeOf(state)]));
   }
 
@@ -151,19 +161,26 @@ export class Admission implements OnApplicationShutdown {
     const views = new Map<string, QueueView>();
     if (builds.length === 0) return views;
     const ids = builds.map((build) => build.id);
-    // A page of builds often waits behind the same running builds: one read per scope.
-    const outlooks = new Map<string, ReturnType<AdmissionStore['outlook']>>();
-    // Only a build that waits to be admitted needs its place, which orders the whole queue.
-    const states = await this.store.states(ids);
+    const { generation, states } = await this.store.states(ids);
     const waiting = ids.filter((id) => {
       const state = states.get(id);
       return state !== undefined && state.admittedAt === null && state.releasedAt === null;
     });
-    const places = await this.store.places(waiting, this.limits);
+    // Only a build that waits to be admitted needs its place, which orders the whole queue: once
+    // per generation in this process, shared by every request.
+    const entry = waiting.length === 0 ? undefined : await this.orders.at(generation);
+    const places = new Map(entry?.order.places);
+    const missing = waiting.filter((id) => !places.has(id));
+    const waitingIds = new Set(waiting);
+    // A build the order does not have began to wait as it was read: its place alone.
+    if (missing.length > 0) {
+      for (const [id, place] of await this.store.places(missing, this.limits))
+        places.set(id, place);
+    }
     for (const build of builds) {
-      const place = places.get(build.id);
+      const place = waitingIds.has(build.id) ? places.get(build.id) : undefined;
       if (place !== undefined) {
-        views.set(build.id, await this.viewOf(build, place, outlooks));
+        views.set(build.id, await this.viewOf(build, place, entry));
         continue;
       }
       const state = states.get(build.id);
@@ -237,25 +254,30 @@ export class Admission implements OnApplicationShutdown {
 
   /**
    * Writes what every waiting build waits for now, and a `[kiln]` line to each whose wait began or
-   * whose reason changed. It orders the whole queue: once per poll, not once per pass.
+   * whose reason changed. It orders the whole queue, so only when the queue's generation moved
+   * since it last did (or that was long ago: see QueueOrders): nothing else changes a reason.
    */
   private async refreshReasons(): Promise<void> {
+    const generation = await this.store.generation();
+    const last = this.reasonsAt;
+    if (last?.generation === generation && Date.now() - last.atMs <= this.trustMs()) return;
     const changes = await this.store.refreshReasons(this.limits);
-    if (changes.length > 0) {
-      const places = await this.store.places(
-        changes.map((change) => change.buildId),
-        this.limits,
+    this.reasonsAt = { generation, atMs: Date.now() };
+    for (const { buildId, before, place } of changes) {
+      const text = `${reasonMessage(place.reason, place, this.limits)} (${ordinal(place.position)} in line)`;
+      await this.say(
+        buildId,
+        before === null ? `waiting to run: ${text}` : `still waiting, now because ${text}`,
       );
-      for (const change of changes) {
-        const place = places.get(change.buildId);
-        if (place === undefined) continue;
-        const text = `${reasonMessage(change.reason, place, this.limits)} (${ordinal(place.position)} in line)`;
-        await this.say(
-          change.buildId,
-          change.before === null ? `waiting to run: ${text}` : `still waiting, now because ${text}`,
-        );
-      }
     }
+  }
+
+  /**
+   * How long an order of the queue (or the reasons written from one) is believed while the
+   * generation stays the same: ten polls.
+   */
+  private trustMs(): number {
+    return 10 * this.config.admission.pollMs;
   }
 
   /** Fails the builds that waited past KILN_QUEUE_TTL_SECONDS, saying how long and behind what. */
@@ -284,7 +306,7 @@ export class Admission implements OnApplicationShutdown {
   private async viewOf(
     build: AdmittableBuild,
     place: QueuePlaceRow,
-    outlooks: Map<string, ReturnType<AdmissionStore['outlook']>>,
+    entry: OrderEntry | undefined,
   ): Promise<QueueView> {
     const { limits } = this;
     const scope =
@@ -300,20 +322,45 @@ export class Admission implements OnApplicationShutdown {
               capacity: limits.maxRunning ?? place.runningTotal + place.position,
               ahead: place.position - 1,
             };
-    const key = `${scope.tenantId ?? ''}/${scope.projectId ?? ''}`;
-    let outlook = outlooks.get(key);
-    if (outlook === undefined) {
-      outlook = this.store.outlook(scope);
-      outlooks.set(key, outlook);
-    }
-    const { runningMs, medianRunMs } = await outlook;
-    const at = estimateStartMs({ nowMs: Date.now(), runningMs, medianRunMs, ...scope });
+    const outlook = await this.outlookOf(scope, entry);
+    // How long each running build has run now, from when the outlook was read.
+    const sinceMs = Date.now() - outlook.atMs;
+    const at = estimateStartMs({
+      nowMs: Date.now(),
+      runningMs: outlook.runningMs.map((ms) => ms + sinceMs),
+      medianRunMs: outlook.medianRunMs,
+      ...scope,
+    });
     return {
       position: place.position,
       reason: place.reason,
       message: reasonMessage(place.reason, place, limits),
       estimatedStart: at === undefined ? null : new Date(at),
     };
+  }
+
+  /**
+   * The running builds and latest runs of a scope, read once per order of the queue: the same
+   * generation, the same builds running and the same runs ended.
+   */
+  private outlookOf(
+    scope: { tenantId?: string; projectId?: string },
+    entry: OrderEntry | undefined,
+  ): Promise<Outlook> {
+    const read = async (): Promise<Outlook> => ({
+      ...(await this.store.outlook(scope)),
+      atMs: Date.now(),
+    });
+    if (entry === undefined) return read();
+    const key = `${scope.tenantId ?? ''}/${scope.projectId ?? ''}`;
+    let outlook = entry.outlooks.get(key);
+    if (outlook === undefined) {
+      outlook = read();
+      entry.outlooks.set(key, outlook);
+      // A read that failed is not kept: the next request reads again.
+      outlook.catch(() => entry.outlooks.delete(key));
+    }
+    return outlook;
   }
 
   private async say(
