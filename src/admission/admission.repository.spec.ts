@@ -387,6 +387,7 @@ describe(AdmissionStore.name, () => {
       expect(
         await moves(() => ground.dataSource.query('DELETE FROM builds WHERE id = $1', [a1])),
       ).toBe(true);
+      expect(await moves(() => ground.dataSource.query('TRUNCATE build_admissions'))).toBe(true);
     });
 
     it('answers every waiting build in one order, as `places` places each, with the generation read before it', async () => {

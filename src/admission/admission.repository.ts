@@ -69,6 +69,25 @@ export type Released = 'running' | 'waiting' | 'nothing';
 const ADMISSION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('kiln_admission'))`;
 
 /**
+ * The (tenant, project) pairs with a waiting build, one index probe each: a skip scan of
+ * build_admissions_waiting_project_idx, instead of reading every waiting build to find them.
+ */
+const WAITING_PROJECTS = `
+  WITH RECURSIVE pairs AS (
+    (SELECT tenant_id, project_id FROM build_admissions
+      WHERE admitted_at IS NULL AND released_at IS NULL
+      ORDER BY tenant_id, project_id LIMIT 1)
+    UNION ALL
+    SELECT next.tenant_id, next.project_id FROM pairs
+     CROSS JOIN LATERAL (
+       SELECT a.tenant_id, a.project_id FROM build_admissions a
+        WHERE a.admitted_at IS NULL AND a.released_at IS NULL
+          AND (a.tenant_id, a.project_id) > (pairs.tenant_id, pairs.project_id)
+        ORDER BY a.tenant_id, a.project_id LIMIT 1) next
+  )
+  SELECT tenant_id, project_id FROM pairs`;
+
+/**
  * The waiting builds in the order admission takes them, with their position and what holds them
  * back (docs/adr/0042-admission-in-postgres.md). The rule of fair-share.ts in closed form: a
  * tenant's k-th admissible build would run as the tenant's (running + k)-th, so its key is
@@ -89,14 +108,20 @@ const queueOf = (firstPerProject: string | null) => `
   ),
   waiting AS (
     -- Every waiting build; for a pass with n free slots only the first n of each project, the
-    -- only ones it could take (a tenant's first n in order are among them, slots and all).
-    SELECT w.build_id, w.tenant_id, w.project_id, w.seq
-      FROM (SELECT a.build_id, a.tenant_id, a.project_id, a.seq,
-                   row_number() OVER (PARTITION BY a.tenant_id, a.project_id ORDER BY a.seq)
-                     AS in_project
-              FROM build_admissions a
-             WHERE a.admitted_at IS NULL AND a.released_at IS NULL) w
-     ${firstPerProject === null ? '' : `WHERE w.in_project <= ${firstPerProject}`}
+    -- only ones it could take (a tenant's first n in order are among them, slots and all), each
+    -- project's read from build_admissions_waiting_project_idx.
+    ${
+      firstPerProject === null
+        ? `SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
+            WHERE a.admitted_at IS NULL AND a.released_at IS NULL`
+        : `SELECT w.build_id, w.tenant_id, w.project_id, w.seq
+             FROM (${WAITING_PROJECTS}) p
+            CROSS JOIN LATERAL (
+              SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
+               WHERE a.tenant_id = p.tenant_id AND a.project_id = p.project_id
+                 AND a.admitted_at IS NULL AND a.released_at IS NULL
+               ORDER BY a.seq LIMIT ${firstPerProject}) w`
+    }
   ),
   queue AS (
     SELECT a.build_id, a.tenant_id, a.project_id, a.seq, coalesce(r.n, 0) AS project_running,
@@ -147,7 +172,7 @@ const queueOf = (firstPerProject: string | null) => `
                                        h.seq)::int AS position
       FROM held h
   ),
-  free AS (
+  free AS MATERIALIZED (
     -- Slots the installation has free ($3; null: no limit, and so is this).
     SELECT $3::int - coalesce(sum(n), 0)::int AS slots FROM running
   )`;
@@ -302,7 +327,7 @@ export class AdmissionStore {
       }
       return manager.query<AdmittedRow[]>(
         `WITH ${free === null ? QUEUE : queueOf(String(free))},
-         chosen AS (
+         chosen AS MATERIALIZED (
            SELECT p.build_id, p.position, b.reason AS before FROM places p
              CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id
             WHERE p.held_by IS NULL AND (free.slots IS NULL OR p.position <= free.slots)

@@ -70,7 +70,7 @@ export class Admission implements OnApplicationShutdown {
     this.limits = { maxRunning, tenantMaxRunning, projectMaxRunning };
     this.orders = new QueueOrders(
       () => this.store.order(this.limits),
-      this.trustMs(),
+      { trustMs: this.trustMs(), staleMs: Math.min(config.admission.pollMs, 1000) },
       (error) => this.logger.warn({ err: error }, 'admission could not order the queue'),
     );
   }
@@ -167,18 +167,25 @@ export class Admission implements OnApplicationShutdown {
       return state !== undefined && state.admittedAt === null && state.releasedAt === null;
     });
     // Only a build that waits to be admitted needs its place, which orders the whole queue: once
-    // per generation in this process, shared by every request.
-    const entry = waiting.length === 0 ? undefined : await this.orders.at(generation);
-    const places = new Map(entry?.order.places);
-    const missing = waiting.filter((id) => !places.has(id));
-    const waitingIds = new Set(waiting);
-    // A build the order does not have began to wait as it was read: its place alone.
-    if (missing.length > 0) {
-      for (const [id, place] of await this.store.places(missing, this.limits))
-        places.set(id, place);
+    // per generation in this process, shared by every request (QueueOrders).
+    let entry = waiting.length === 0 ? undefined : await this.orders.at(generation);
+    const absentFrom = (order: OrderEntry | undefined) =>
+      waiting.filter((id) => order?.order.places.has(id) !== true);
+    // A build the order does not have began to wait after it was read: a newer order has it.
+    if (entry !== undefined && absentFrom(entry).length > 0) {
+      entry = await this.orders.fresh(generation);
     }
+    // Still absent: it began to wait as that order was read; its place alone.
+    const missing = absentFrom(entry);
+    const alone =
+      missing.length === 0
+        ? new Map<string, QueuePlaceRow>()
+        : await this.store.places(missing, this.limits);
+    const waitingIds = new Set(waiting);
     for (const build of builds) {
-      const place = waitingIds.has(build.id) ? places.get(build.id) : undefined;
+      const place = waitingIds.has(build.id)
+        ? (entry?.order.places.get(build.id) ?? alone.get(build.id))
+        : undefined;
       if (place !== undefined) {
         views.set(build.id, await this.viewOf(build, place, entry));
         continue;

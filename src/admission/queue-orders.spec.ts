@@ -18,7 +18,7 @@ describe(QueueOrders.name, () => {
     const errors: unknown[] = [];
     const orders = new QueueOrders(
       read,
-      10_000,
+      { trustMs: 10_000, staleMs: 1_000 },
       (error) => errors.push(error),
       () => state.nowMs,
     );
@@ -45,15 +45,42 @@ describe(QueueOrders.name, () => {
     expect(entries[0].order.generation).toBe('1');
   });
 
-  it('reads it again once the generation moved', async () => {
+  it('reads it again first once the generation moved and the order is older than staleMs', async () => {
     const { state, orders } = queue();
     await orders.at('1');
 
     state.generation = 2;
+    state.nowMs = 1_001;
     const entry = await orders.at('2');
 
     expect(state.reads).toBe(2);
     expect(entry.order.generation).toBe('2');
+  });
+
+  it('answers an order younger than staleMs at a newer generation, and reads the new one behind it', async () => {
+    const { state, orders } = queue();
+    const first = await orders.at('1');
+
+    state.generation = 2;
+    state.nowMs = 1_000;
+
+    expect(await orders.at('2')).toBe(first);
+    expect(state.reads).toBe(2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await orders.at('2')).not.toBe(first);
+    expect((await orders.at('2')).order.generation).toBe('2');
+    expect(state.reads).toBe(2);
+  });
+
+  it('answers `fresh` only with an order read at the generation asked for or later', async () => {
+    const { state, orders } = queue();
+    await orders.at('1');
+    state.generation = 2;
+
+    expect((await orders.fresh('2')).order.generation).toBe('2');
+    expect((await orders.fresh('2')).order.generation).toBe('2');
+    expect((await orders.fresh('1')).order.generation).toBe('2');
+    expect(state.reads).toBe(2);
   });
 
   it('waits for a read under way that reads the generation asked for, rather than reading twice', async () => {

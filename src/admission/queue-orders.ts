@@ -16,12 +16,16 @@ export interface OrderEntry {
 }
 
 /**
- * The order of the whole queue, computed once per generation in this process and shared by every
- * request that asks where a waiting build stands (docs/adr/0042-admission-in-postgres.md). The
- * generation says when it changed; an order older than `maxAgeMs` is read again in the
- * background, while it still answers: the generation is not transactional (a change whose
- * transaction was still open when an order was read can carry the order's generation), so age
- * bounds how long such an order is believed.
+ * The order of the whole queue, read once per generation in this process and shared by every
+ * request that asks where a waiting build stands (docs/adr/0042-admission-in-postgres.md).
+ *
+ * - The same generation: the order holds. Read more than `trustMs` ago, it is read again behind
+ *   the answer: the generation is not transactional (a change whose transaction was still open
+ *   when the order was read can carry the order's generation), so age bounds how long an order is
+ *   believed.
+ * - A newer generation: an order read within `staleMs` still answers while the new one is read
+ *   behind it (a place may lag the queue by that much, as a busy queue moves every moment and
+ *   each move would otherwise hold every request for one read); an older one is read again first.
  */
 export class QueueOrders {
   private current: OrderEntry | undefined;
@@ -29,18 +33,27 @@ export class QueueOrders {
 
   constructor(
     private readonly read: () => Promise<QueueOrder>,
-    private readonly maxAgeMs: number,
+    private readonly times: { readonly trustMs: number; readonly staleMs: number },
     private readonly onError: (error: unknown) => void,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** An order of the queue at `generation` (or read after it). */
+  /** An order of the queue at `generation`, or one read within `staleMs` of a generation before. */
   async at(generation: string): Promise<OrderEntry> {
     const current = this.current;
-    if (current?.order.generation === generation) {
-      if (this.now() - current.atMs > this.maxAgeMs && this.reading === undefined) {
-        this.readAgain().catch(this.onError);
-      }
+    if (current !== undefined) {
+      const age = this.now() - current.atMs;
+      const same = current.order.generation === generation;
+      if (same ? age > this.times.trustMs : age <= this.times.staleMs) this.readBehind();
+      if (same || age <= this.times.staleMs) return current;
+    }
+    return this.fresh(generation);
+  }
+
+  /** An order read at `generation` or after it: the one under way if it is, else a new one. */
+  async fresh(generation: string): Promise<OrderEntry> {
+    const current = this.current;
+    if (current !== undefined && BigInt(current.order.generation) >= BigInt(generation)) {
       return current;
     }
     if (this.reading !== undefined) {
@@ -48,6 +61,10 @@ export class QueueOrders {
       if (BigInt(entry.order.generation) >= BigInt(generation)) return entry;
     }
     return this.readAgain();
+  }
+
+  private readBehind(): void {
+    if (this.reading === undefined) this.readAgain().catch(this.onError);
   }
 
   private readAgain(): Promise<OrderEntry> {
@@ -58,7 +75,10 @@ export class QueueOrders {
         const entry: OrderEntry = { order, atMs: this.now(), outlooks: new Map() };
         const current = this.current;
         // Two reads racing: the later generation stays.
-        if (current === undefined || BigInt(order.generation) >= BigInt(current.order.generation)) {
+        if (
+          current === undefined ||
+          BigInt(order.generation) >= BigInt(current.order.generation)
+        ) {
           this.current = entry;
         }
         return entry;

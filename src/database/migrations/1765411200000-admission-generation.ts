@@ -3,7 +3,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * The queue's generation (docs/adr/0042-admission-in-postgres.md): a sequence that every change
  * to what orders the waiting builds advances (a build that begins to wait, is admitted or
- * released, a row deleted, a tenant's weight or limit set). A process that ordered the queue
+ * released, a row deleted or the table truncated, a tenant's weight or limit set). A process that ordered the queue
  * answers the places of waiting builds from that order while the generation stays the same,
  * instead of ordering 10,000 rows for each GET …/status. A reason written (reason, message)
  * orders nothing: it leaves the generation alone.
@@ -27,6 +27,10 @@ export class AdmissionGeneration1765411200000 implements MigrationInterface {
         AFTER INSERT OR DELETE ON build_admissions
         FOR EACH ROW EXECUTE FUNCTION admission_generation_advance()`);
     await runner.query(`
+      CREATE TRIGGER build_admissions_generation_truncate
+        AFTER TRUNCATE ON build_admissions
+        FOR EACH STATEMENT EXECUTE FUNCTION admission_generation_advance()`);
+    await runner.query(`
       CREATE TRIGGER build_admissions_generation_order
         AFTER UPDATE ON build_admissions
         FOR EACH ROW
@@ -47,6 +51,7 @@ export class AdmissionGeneration1765411200000 implements MigrationInterface {
       'DROP TRIGGER tenant_admission_settings_generation ON tenant_admission_settings',
     );
     await runner.query('DROP TRIGGER build_admissions_generation_order ON build_admissions');
+    await runner.query('DROP TRIGGER build_admissions_generation_truncate ON build_admissions');
     await runner.query('DROP TRIGGER build_admissions_generation_rows ON build_admissions');
     await runner.query('DROP FUNCTION admission_generation_advance()');
     await runner.query('DROP SEQUENCE admission_generation');
