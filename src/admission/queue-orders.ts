@@ -75,10 +75,7 @@ export class QueueOrders {
         const entry: OrderEntry = { order, atMs: this.now(), outlooks: new Map() };
         const current = this.current;
         // Two reads racing: the later generation stays.
-        if (
-          current === undefined ||
-          BigInt(order.generation) >= BigInt(current.order.generation)
-        ) {
+        if (current === undefined || BigInt(order.generation) >= BigInt(current.order.generation)) {
           this.current = entry;
         }
         return entry;
