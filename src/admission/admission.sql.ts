@@ -1,0 +1,159 @@
+/** The SQL of admission (AdmissionStore): the queue's order in closed form and its statements. */
+import type { AdmissionLimits } from './fair-share.js';
+
+/**
+ * Every admission pass of every kiln process takes this lock for its transaction: two passes
+ * never count the same free slot.
+ */
+export const ADMISSION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('kiln_admission'))`;
+
+/**
+ * The (tenant, project) pairs with a waiting build, one index probe each: a skip scan of
+ * build_admissions_waiting_project_idx, instead of reading every waiting build to find them.
+ */
+const WAITING_PROJECTS = `
+  WITH RECURSIVE pairs AS (
+    (SELECT tenant_id, project_id FROM build_admissions
+      WHERE admitted_at IS NULL AND released_at IS NULL
+      ORDER BY tenant_id, project_id LIMIT 1)
+    UNION ALL
+    SELECT next.tenant_id, next.project_id FROM pairs
+     CROSS JOIN LATERAL (
+       SELECT a.tenant_id, a.project_id FROM build_admissions a
+        WHERE a.admitted_at IS NULL AND a.released_at IS NULL
+          AND (a.tenant_id, a.project_id) > (pairs.tenant_id, pairs.project_id)
+        ORDER BY a.tenant_id, a.project_id LIMIT 1) next
+  )
+  SELECT tenant_id, project_id FROM pairs`;
+
+/**
+ * The waiting builds in the order admission takes them, with their position and what holds them
+ * back (docs/adr/0042-admission-in-postgres.md). The rule of fair-share.ts in closed form: a
+ * tenant's k-th admissible build would run as the tenant's (running + k)-th, so its key is
+ * (running + k - 1) / weight; sorting every admissible build by (key, the tenant's last admission,
+ * seq) gives the order the rule takes them in one slot at a time. A build is admissible when the
+ * running and earlier waiting builds of its project (project_slot) and of its tenant
+ * (tenant_slot, counting only builds whose project fits) stay within their limits. Held builds
+ * follow, ordered by the same key without limits.
+ *
+ * $1: the tenants' default limit, $2: the projects' limit (null: none).
+ */
+export const queueOf = (firstPerProject: string | null) => `
+  running AS (
+    SELECT tenant_id, project_id, count(*)::int AS n
+      FROM build_admissions
+     WHERE admitted_at IS NOT NULL AND released_at IS NULL
+     GROUP BY tenant_id, project_id
+  ),
+  waiting AS (
+    -- Every waiting build; for a pass with n free slots only the first n of each project, the
+    -- only ones it could take (a tenant's first n in order are among them, slots and all), each
+    -- project's read from build_admissions_waiting_project_idx.
+    ${
+      firstPerProject === null
+        ? `SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
+            WHERE a.admitted_at IS NULL AND a.released_at IS NULL`
+        : `SELECT w.build_id, w.tenant_id, w.project_id, w.seq
+             FROM (${WAITING_PROJECTS}) p
+            CROSS JOIN LATERAL (
+              SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
+               WHERE a.tenant_id = p.tenant_id AND a.project_id = p.project_id
+                 AND a.admitted_at IS NULL AND a.released_at IS NULL
+               ORDER BY a.seq LIMIT ${firstPerProject}) w`
+    }
+  ),
+  queue AS (
+    SELECT a.build_id, a.tenant_id, a.project_id, a.seq, coalesce(r.n, 0) AS project_running,
+           coalesce(r.n, 0) + row_number() OVER (PARTITION BY a.tenant_id, a.project_id
+                                                 ORDER BY a.seq) AS project_slot,
+           row_number() OVER (PARTITION BY a.tenant_id ORDER BY a.seq) AS tenant_rank
+      FROM waiting a
+      LEFT JOIN running r ON r.tenant_id = a.tenant_id AND r.project_id = a.project_id
+  ),
+  tenants AS MATERIALIZED (
+    SELECT q.tenant_id,
+           coalesce((SELECT sum(r.n) FROM running r WHERE r.tenant_id = q.tenant_id), 0)::int
+             AS running,
+           coalesce(s.weight, 1) AS weight,
+           coalesce(s.max_running, $1::int) AS max_running,
+           (SELECT max(l.admitted_at) FROM build_admissions l
+             WHERE l.tenant_id = q.tenant_id AND l.admitted_at IS NOT NULL) AS last_admitted_at
+      FROM (SELECT DISTINCT tenant_id FROM queue) q
+      LEFT JOIN tenant_admission_settings s ON s.tenant_id = q.tenant_id
+  ),
+  fits AS (
+    SELECT q.*, t.running, t.weight, t.max_running, t.last_admitted_at,
+           ($2::int IS NULL OR q.project_slot <= $2::int) AS project_fits
+      FROM queue q JOIN tenants t ON t.tenant_id = q.tenant_id
+  ),
+  slots AS (
+    SELECT f.*,
+           f.running + row_number() OVER (PARTITION BY f.tenant_id, f.project_fits
+                                          ORDER BY f.seq) AS tenant_slot
+      FROM fits f
+  ),
+  held AS (
+    SELECT s.*,
+           CASE WHEN NOT s.project_fits THEN 'ProjectLimit'
+                WHEN s.tenant_slot > s.max_running THEN 'TenantLimit' END AS held_by
+      FROM slots s
+  ),
+  places AS (
+    SELECT h.build_id, h.held_by, h.running AS tenant_running, h.max_running AS tenant_max,
+           h.project_running, h.tenant_rank::int, (h.project_slot - h.project_running)::int
+             AS project_rank,
+           row_number() OVER (ORDER BY h.held_by IS NOT NULL,
+                                       CASE WHEN h.held_by IS NULL
+                                            THEN (h.tenant_slot - 1)::float8 / h.weight
+                                            ELSE (h.running + h.tenant_rank - 1)::float8 / h.weight
+                                       END,
+                                       h.last_admitted_at NULLS FIRST,
+                                       h.seq)::int AS position
+      FROM held h
+  ),
+  free AS MATERIALIZED (
+    -- Slots the installation has free ($3; null: no limit, and so is this).
+    SELECT $3::int - coalesce(sum(n), 0)::int AS slots FROM running
+  )`;
+
+/** The whole queue: every waiting build's place. */
+export const QUEUE = queueOf(null);
+
+/** The columns of a place (after `WITH ${QUEUE}`, from places p, free and build_admissions a). */
+export const PLACE_COLUMNS = `p.build_id, p.position, p.held_by, free.slots, p.tenant_running,
+  p.tenant_max, p.project_running, p.tenant_rank, p.project_rank, a.queued_at,
+  (SELECT coalesce(sum(n), 0)::int FROM running) AS running_total`;
+
+/** The queue's generation now (admission_generation; 0 before its first change). */
+export const GENERATION = `SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS generation
+  FROM admission_generation`;
+
+/** Ends the wait or run of every build that is no longer in_progress. */
+export const SWEEP = `
+  UPDATE build_admissions a SET released_at = statement_timestamp()
+    FROM builds b
+   WHERE b.id = a.build_id AND a.released_at IS NULL AND b.status <> 'in_progress'`;
+
+/** Admits every waiting build, first started first: admission when nothing is limited. */
+export const ADMIT_ALL = `
+  WITH admitted AS (
+    UPDATE build_admissions a
+       SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
+      FROM build_admissions b
+     WHERE b.build_id = a.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
+    RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, a.seq,
+              b.reason AS before
+  )
+  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
+    FROM admitted ORDER BY seq`;
+
+/** $1, $2, $3 of a QUEUE statement: the tenants' default limit, the projects', the installation's. */
+export function parametersOf(
+  limits: AdmissionLimits,
+): [number | null, number | null, number | null] {
+  return [
+    limits.tenantMaxRunning ?? null,
+    limits.projectMaxRunning ?? null,
+    limits.maxRunning ?? null,
+  ];
+}
