@@ -1,4 +1,3 @@
-import { jsonOf } from './support/http.js';
 import { k8s, kubeConfigFor } from './support/kube/client.js';
 import { NS, OperatorGround, until } from './support/operator-ground.js';
 
@@ -77,13 +76,6 @@ describe('admission by Kueue (the double’s fake Kueue)', () => {
     await ground.close();
   });
 
-  const statusOf = async (id: string) =>
-    jsonOf(await ground.admin.request('GET', `/builds/${id}/status`));
-  const kilnLines = async (id: string) =>
-    (await ground.storedLines(id))
-      .map((line) => line.message)
-      .filter((message) => message.includes('[kiln]'));
-
   it('creates each Job suspended in the LocalQueue; the second waits on its Workload (KueuePending) until Kueue admits it, and both run', async () => {
     await ground.startOperator({
       env: { KILN_ADMISSION: 'kueue', KILN_ADMISSION_POLL_MS: '100' },
@@ -97,10 +89,7 @@ describe('admission by Kueue (the double’s fake Kueue)', () => {
     const job = await until('the second Job', () => ground.jobOf(second));
     expect(job.metadata?.labels?.['kueue.x-k8s.io/queue-name']).toBe('kiln');
     expect(job.spec?.suspend).toBe(true);
-    const queue = await until('the second to wait on Kueue', async () => {
-      const { queue } = await statusOf(second);
-      return queue?.reason === 'KueuePending' ? queue : undefined;
-    });
+    const queue = await ground.waitingFor(second, 'KueuePending');
     expect(queue).toEqual({
       position: null,
       reason: 'KueuePending',
@@ -122,7 +111,7 @@ describe('admission by Kueue (the double’s fake Kueue)', () => {
     expect(Date.parse(String(resumed.status?.startTime))).toBeGreaterThanOrEqual(
       Math.floor(Date.parse(firstEnded.completed_at) / 1000) * 1000 - 1000,
     );
-    const lines = await kilnLines(second);
+    const lines = await ground.kilnLines(second);
     expect(lines.filter((line) => line.includes('(KueuePending)'))).toEqual([
       expect.stringMatching(
         /^\[kiln\] waiting for the cluster \(KueuePending\): Workload job-kiln-/,
@@ -141,10 +130,7 @@ describe('admission by Kueue (the double’s fake Kueue)', () => {
     });
     ground.builder({ lines: 3 });
     const id = await ground.startedBuild();
-    const queue = await until('it to be inadmissible', async () => {
-      const { queue } = await statusOf(id);
-      return queue?.reason === 'KueueInadmissible' ? queue : undefined;
-    });
+    const queue = await ground.waitingFor(id, 'KueueInadmissible');
     expect(queue.message).toMatch(/^Workload job-kiln-.*: LocalQueue missing doesn't exist$/);
     expect(ground.jobOf(id)?.metadata?.labels?.['kueue.x-k8s.io/queue-name']).toBe('missing');
     await ground.admin.request('POST', `/builds/${id}/cancel`);

@@ -44,12 +44,6 @@ describe('admission through the operator (API server double)', () => {
     KILN_OPERATOR_IMAGE_PULL_TIMEOUT_SECONDS: '60',
   };
 
-  const statusOf = async (id: string) =>
-    jsonOf(await ground.admin.request('GET', `/builds/${id}/status`));
-  const kilnLines = async (id: string) =>
-    (await ground.storedLines(id))
-      .map((line) => line.message)
-      .filter((message) => message.includes('[kiln]'));
   const activeJobs = () =>
     ground.cluster
       .objects('batch/v1', 'jobs', NS)
@@ -64,7 +58,7 @@ describe('admission through the operator (API server double)', () => {
     await until('two Jobs', () => (ground.jobOf(first) && ground.jobOf(second) ? true : undefined));
     const third = await ground.startedBuild();
 
-    expect(await statusOf(third)).toMatchObject({
+    expect(await ground.status(third)).toMatchObject({
       status: 'in_progress',
       progress: null,
       queue: {
@@ -93,7 +87,7 @@ describe('admission through the operator (API server double)', () => {
     );
     expect(job.spec!.activeDeadlineSeconds).toBe(3600);
     expect((await ground.ended(third)).status).toBe('success');
-    expect(await kilnLines(third)).toEqual(
+    expect(await ground.kilnLines(third)).toEqual(
       expect.arrayContaining([
         '[kiln] waiting to run: all 2 build slots of this installation are in use (1st in line)',
         expect.stringMatching(/^\[kiln\] admitted to run after waiting \d+ s$/),
@@ -115,10 +109,7 @@ describe('admission through the operator (API server double)', () => {
       await until('the first pod', () => ground.podOf(first));
       const second = await ground.startedBuild();
 
-      const queue = await until('the second to wait for the quota', async () => {
-        const { queue } = await statusOf(second);
-        return queue?.reason === 'ClusterQuota' ? queue : undefined;
-      });
+      const queue = await ground.waitingFor(second, 'ClusterQuota');
       expect(queue).toEqual({
         position: null,
         reason: 'ClusterQuota',
@@ -131,7 +122,7 @@ describe('admission through the operator (API server double)', () => {
       expect(ground.podOf(second)).toBeUndefined();
       expect((await ground.ended(first)).status).toBe('success');
       expect((await ground.ended(second)).status).toBe('success');
-      const lines = await kilnLines(second);
+      const lines = await ground.kilnLines(second);
       expect(lines.filter((line) => line.includes('ClusterQuota'))).toEqual([
         expect.stringMatching(
           /^\[kiln\] waiting for the cluster \(ClusterQuota\): pods "kiln-.*" is forbidden: exceeded quota: build-pods/,
@@ -167,10 +158,7 @@ describe('admission through the operator (API server double)', () => {
     await ground.startOperator({ env: operatorEnv });
     ground.builder({ unschedulable: '0/1 nodes are available: 1 Insufficient cpu.' });
     const id = await ground.startedBuild();
-    const queue = await until('it to wait for a node', async () => {
-      const { queue } = await statusOf(id);
-      return queue?.reason === 'Unschedulable' ? queue : undefined;
-    });
+    const queue = await ground.waitingFor(id, 'Unschedulable');
     expect(queue).toMatchObject({
       position: null,
       message: '0/1 nodes are available: 1 Insufficient cpu.',
@@ -179,7 +167,7 @@ describe('admission through the operator (API server double)', () => {
     expect(build.error_message).toBe(
       "no node could run the build's pod for 3 s (KILN_OPERATOR_UNSCHEDULABLE_SECONDS): 0/1 nodes are available: 1 Insufficient cpu.",
     );
-    expect(await kilnLines(id)).toContain(
+    expect(await ground.kilnLines(id)).toContain(
       '[kiln] waiting for the cluster (Unschedulable): 0/1 nodes are available: 1 Insufficient cpu.',
     );
     await until('its Job to go', () => (ground.jobOf(id) === undefined ? true : undefined));
@@ -191,13 +179,12 @@ describe('admission through the operator (API server double)', () => {
     });
     ground.builder({ pullError: 'manifest unknown' });
     const id = await ground.startedBuild();
-    const queue = await until('it to wait for its image', async () => {
-      const { queue } = await statusOf(id);
-      return queue?.reason === 'ImagePull' ? queue : undefined;
-    });
+    const queue = await ground.waitingFor(id, 'ImagePull');
     expect(queue.message).toMatch(/^image .* of container build: /);
     await ground.failedWith(id, 'ImagePullFailed');
-    expect((await kilnLines(id)).filter((line) => line.includes('ImagePull)'))).toHaveLength(1);
+    expect((await ground.kilnLines(id)).filter((line) => line.includes('ImagePull)'))).toHaveLength(
+      1,
+    );
   });
 
   it('fails with PodRefused when the namespace enforces a Pod Security level the method cannot meet', async () => {

@@ -65,7 +65,7 @@ describe(AdmissionStore.name, () => {
       const { tenantId, projectId } = await tenant('one');
       const buildId = await ground.newBuild(tenantId, projectId);
 
-      expect(await store.enqueue(buildId)).toBe(true);
+      expect(await store.enqueue(buildId)).toBe('waiting');
       expect(await row(buildId)).toMatchObject({ admitted_at: null, released_at: null });
       expect((await ground.snapshot()).waiting).toEqual([
         expect.objectContaining({ buildId, tenantId, projectId }),
@@ -76,12 +76,26 @@ describe(AdmissionStore.name, () => {
       const [buildId] = await (await tenant('again')).start();
       const before = await row(buildId!);
 
-      expect(await store.enqueue(buildId!)).toBe(false);
+      expect(await store.enqueue(buildId!)).toBeUndefined();
       expect(await row(buildId!)).toEqual(before);
     });
 
+    it('admits a build at once when asked, unless a tenant has a limit of its own', async () => {
+      const free = await tenant('free');
+      const first = await ground.newBuild(free.tenantId, free.projectId);
+
+      expect(await store.enqueue(first, true)).toBe('admitted');
+      expect((await row(first))!.admitted_at).toBeInstanceOf(Date);
+
+      // Any tenant's own limit, even another's, means a pass must decide.
+      await tenant('held', { maxRunning: 1 });
+      const second = await ground.newBuild(free.tenantId, free.projectId);
+      expect(await store.enqueue(second, true)).toBe('waiting');
+      expect(await row(second)).toMatchObject({ admitted_at: null });
+    });
+
     it('changes nothing for a build that does not exist', async () => {
-      expect(await store.enqueue('00000000-0000-4000-8000-000000000000')).toBe(false);
+      expect(await store.enqueue('00000000-0000-4000-8000-000000000000')).toBeUndefined();
       expect((await ground.snapshot()).waiting).toEqual([]);
     });
 

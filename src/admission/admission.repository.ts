@@ -123,21 +123,28 @@ export class AdmissionStore {
   /**
    * Records that a started (in_progress) build waits, from when it was started (its tenant and
    * project read from the build). A build started again after its start was taken back (the
-   * runner was away) waits again, in its old place. Answers false when it changed nothing: the
-   * build waits or ran already, is not in_progress, or does not exist.
+   * runner was away) waits again, in its old place. Answers what it recorded: `waiting`, or
+   * `admitted` when `atOnce` (no installation, default tenant or project limit applies) and no
+   * tenant has a limit of its own either, so nothing could hold it; undefined when it changed
+   * nothing (the build waits or ran already, is not in_progress, or does not exist).
    */
-  async enqueue(buildId: string): Promise<boolean> {
-    const rows = await this.dataSource.query<unknown[]>(
-      `INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at)
-       SELECT id, tenant_id, project_id, coalesce(started_at, now()) FROM builds
-        WHERE id = $1 AND status = 'in_progress'
+  async enqueue(buildId: string, atOnce = false): Promise<'waiting' | 'admitted' | undefined> {
+    const [row] = await this.dataSource.query<Array<{ admitted: boolean }>>(
+      `INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at, admitted_at)
+       SELECT id, tenant_id, project_id, coalesce(started_at, now()),
+              CASE WHEN $2::boolean AND NOT EXISTS (
+                     SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
+                   THEN statement_timestamp() END
+         FROM builds WHERE id = $1 AND status = 'in_progress'
        ON CONFLICT (build_id) DO UPDATE
-          SET queued_at = EXCLUDED.queued_at, released_at = NULL, reason = NULL, message = NULL
+          SET queued_at = EXCLUDED.queued_at, admitted_at = EXCLUDED.admitted_at,
+              released_at = NULL, reason = NULL, message = NULL
         WHERE build_admissions.admitted_at IS NULL AND build_admissions.released_at IS NOT NULL
-       RETURNING build_id`,
-      [buildId],
+       RETURNING admitted_at IS NOT NULL AS admitted`,
+      [buildId, atOnce],
     );
-    return rows.length > 0;
+    if (row === undefined) return undefined;
+    return row.admitted ? 'admitted' : 'waiting';
   }
 
   /**

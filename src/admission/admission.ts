@@ -92,10 +92,24 @@ export class Admission implements OnApplicationShutdown {
     );
   }
 
-  /** A started build waits to be admitted (again after a taken-back start); a pass follows. */
-  async enqueue(buildId: string): Promise<void> {
-    await this.store.enqueue(buildId);
-    await this.pass();
+  /**
+   * A started build waits to be admitted (again after a taken-back start); a pass follows. Where
+   * nothing is limited (no installation, tenant or project limit, no tenant with its own) it is
+   * admitted at once, without a pass. Answers what it recorded ('waiting' even if the pass that
+   * followed admitted it), or undefined when admission knew the build already (or it is not
+   * in_progress): then nothing changed and no pass ran.
+   */
+  async enqueue(buildId: string): Promise<'waiting' | 'admitted' | undefined> {
+    const { maxRunning, tenantMaxRunning, projectMaxRunning } = this.limits;
+    const unlimited =
+      maxRunning === undefined && tenantMaxRunning === undefined && projectMaxRunning === undefined;
+    const recorded = await this.store.enqueue(buildId, unlimited);
+    if (recorded === 'admitted') {
+      for (const watcher of this.watchers) watcher();
+    } else if (recorded === 'waiting') {
+      await this.pass();
+    }
+    return recorded;
   }
 
   /**

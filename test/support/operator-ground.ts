@@ -284,6 +284,26 @@ export class OperatorGround {
     return jsonOf(await this.admin.request('GET', `/builds/${id}`));
   }
 
+  /** GET /builds/{id}/status through the API. */
+  async status(id: string): Promise<BuildRecord> {
+    return jsonOf(await this.admin.request('GET', `/builds/${id}/status`));
+  }
+
+  /** The build's `queue` (GET …/status) once it says the build waits for `reason`. */
+  async waitingFor(id: string, reason: string): Promise<Record<string, any>> {
+    return until(`build ${id} to wait for ${reason}`, async () => {
+      const { queue } = await this.status(id);
+      return queue?.reason === reason ? queue : undefined;
+    });
+  }
+
+  /** The `[kiln]` lines of the build's stored log, in order. */
+  async kilnLines(id: string): Promise<string[]> {
+    return (await this.storedLines(id))
+      .map((line) => line.message)
+      .filter((message) => message.includes('[kiln]'));
+  }
+
   async ended(id: string, ms?: number): Promise<BuildRecord> {
     return until(
       `build ${id} to end`,

@@ -291,11 +291,12 @@ export class BuildReconciler {
     record: BuildEntity,
   ): Promise<ReconcileResult | undefined> {
     const { admission } = this.deps;
-    let outcome = (await admission.outcomes([record.id])).get(record.id);
-    if (outcome !== 'admitted' && outcome !== 'waiting') {
-      await admission.enqueue(record.id);
-      outcome = (await admission.outcomes([record.id])).get(record.id);
-    }
+    // Enqueued now or before; admitted at once where nothing is limited, else by the pass that
+    // followed, by another process, or still waiting.
+    const outcome =
+      (await admission.enqueue(record.id)) === 'admitted'
+        ? 'admitted'
+        : (await admission.outcomes([record.id])).get(record.id);
     if (outcome === 'admitted') {
       this.waiting.delete(record.id);
       this.counted.add(record.id);
