@@ -94,6 +94,28 @@ describe(AdmissionStore.name, () => {
       expect(await row(second)).toMatchObject({ admitted_at: null });
     });
 
+    it('adopts a build that runs already as admitted, a waiting one too, and leaves an admitted or ended one alone', async () => {
+      const a = await tenant('adopted');
+      const unknown = await ground.newBuild(a.tenantId, a.projectId);
+      const [waiting, admitted, ended] = await a.start(3);
+      await ground.dataSource.query(
+        `UPDATE build_admissions SET admitted_at = now() - interval '1 minute' WHERE build_id = $1`,
+        [admitted],
+      );
+      await store.release(ended!);
+      const before = await row(admitted!);
+
+      expect(await store.adopt(unknown)).toBe(true);
+      expect(await store.adopt(waiting!)).toBe(true);
+      expect(await store.adopt(admitted!)).toBe(false);
+      expect(await store.adopt(ended!)).toBe(false);
+
+      expect((await row(unknown))!.admitted_at).toBeInstanceOf(Date);
+      expect((await row(waiting!))!.admitted_at).toBeInstanceOf(Date);
+      expect(await row(admitted!)).toEqual(before);
+      expect(await row(ended!)).toMatchObject({ admitted_at: null });
+    });
+
     it('changes nothing for a build that does not exist', async () => {
       expect(await store.enqueue('00000000-0000-4000-8000-000000000000')).toBeUndefined();
       expect((await ground.snapshot()).waiting).toEqual([]);

@@ -148,15 +148,18 @@ export class AdmissionStore {
   }
 
   /**
-   * Records a started build that runs already as admitted (now), unless admission knows it:
-   * its slot is counted until it ends. Answers false when it changed nothing.
+   * Records a started build that runs already as admitted (now), unless admission knows it as
+   * admitted or ended: its slot is counted until it ends. One recorded as waiting is admitted (its
+   * Job exists: it runs whatever the queue says). Answers false when it changed nothing.
    */
   async adopt(buildId: string): Promise<boolean> {
     const rows = await this.dataSource.query<unknown[]>(
       `INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at, admitted_at)
        SELECT id, tenant_id, project_id, coalesce(started_at, now()), statement_timestamp()
          FROM builds WHERE id = $1 AND status = 'in_progress'
-       ON CONFLICT (build_id) DO NOTHING
+       ON CONFLICT (build_id) DO UPDATE
+          SET admitted_at = EXCLUDED.admitted_at, reason = NULL, message = NULL
+        WHERE build_admissions.admitted_at IS NULL AND build_admissions.released_at IS NULL
        RETURNING build_id`,
       [buildId],
     );

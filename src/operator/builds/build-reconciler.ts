@@ -1,4 +1,5 @@
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
+import type { WaitOutcome } from '../../admission/admission.js';
 import { buildObjectName } from '../../build-methods/job.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
@@ -186,7 +187,7 @@ export class BuildReconciler {
     const resource = await this.mirror.withFinalizer(current);
     let job = this.deps.caches.job(namespace, jobName);
     if (job === undefined) {
-      const waits = await this.admitted(key, resource, record);
+      const waits = await this.admitted(key, resource, record, await this.admission(record));
       if (waits !== undefined) return waits;
       const assembled = await this.assemble(key, resource, record);
       if (assembled === 'refused' || assembled === 'gone') return;
@@ -281,6 +282,16 @@ export class BuildReconciler {
   }
 
   /**
+   * Where the build stands in admission: enqueued now or before; admitted at once where nothing
+   * is limited, else by the pass that followed, by another process, or still waiting.
+   */
+  private async admission(record: BuildEntity): Promise<WaitOutcome | undefined> {
+    const { admission } = this.deps;
+    if ((await admission.enqueue(record.id)) === 'admitted') return 'admitted';
+    return (await admission.outcomes([record.id])).get(record.id);
+  }
+
+  /**
    * Undefined once the build is admitted (its Job is made now); while it waits, its Build says so
    * and the reconcile ends: an admission pass wakes it (lookAtWaiting), a slow recheck is the
    * backstop. The build's deadline starts with its Job: waiting never eats it.
@@ -289,14 +300,8 @@ export class BuildReconciler {
     key: string,
     resource: BuildResource,
     record: BuildEntity,
+    outcome: WaitOutcome | undefined,
   ): Promise<ReconcileResult | undefined> {
-    const { admission } = this.deps;
-    // Enqueued now or before; admitted at once where nothing is limited, else by the pass that
-    // followed, by another process, or still waiting.
-    const outcome =
-      (await admission.enqueue(record.id)) === 'admitted'
-        ? 'admitted'
-        : (await admission.outcomes([record.id])).get(record.id);
     if (outcome === 'admitted') {
       this.waiting.delete(record.id);
       this.counted.add(record.id);
