@@ -9,9 +9,9 @@ export async function cpuMsOf(pid) {
 }
 
 /**
- * CPU time of the embedded PostgreSQL whose directory is `dir` (startPostgres): the postmaster
- * and its live backends, in ms. A backend that exits takes its time with it, so sample while the
- * server that owns the connections still runs.
+ * CPU time of the embedded PostgreSQL whose directory is `dir` (startPostgres), in ms: the
+ * postmaster, its live backends, and the backends that have exited (the postmaster's reaped
+ * children: cutime, cstime), so that a connection closed between two samples keeps its time.
  */
 export async function postgresCpuMs(dir) {
   const postmaster = Number(
@@ -25,6 +25,8 @@ export async function postgresCpuMs(dir) {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (Number(entry) === postmaster || Number(fields[1]) === postmaster)
       total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    if (Number(entry) === postmaster)
+      total += ((Number(fields[13]) + Number(fields[14])) * 1000) / 100; // cutime, cstime
   }
   return total;
 }

@@ -72,6 +72,22 @@ describe(QueueOrders.name, () => {
     expect(state.reads).toBe(2);
   });
 
+  it('reads a moved queue behind the answer at most once per half of staleMs', async () => {
+    const { state, orders } = queue();
+    const first = await orders.at('1');
+    state.generation = 2;
+    state.nowMs = 499;
+
+    expect(await orders.at('2')).toBe(first);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(state.reads).toBe(1);
+
+    state.nowMs = 500;
+    expect(await orders.at('2')).toBe(first);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(state.reads).toBe(2);
+  });
+
   it('answers `fresh` only with an order read at the generation asked for or later', async () => {
     const { state, orders } = queue();
     await orders.at('1');

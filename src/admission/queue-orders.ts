@@ -23,9 +23,11 @@ export interface OrderEntry {
  *   the answer: the generation is not transactional (a change whose transaction was still open
  *   when the order was read can carry the order's generation), so age bounds how long an order is
  *   believed.
- * - A newer generation: an order read within `staleMs` still answers while the new one is read
- *   behind it (a place may lag the queue by that much, as a busy queue moves every moment and
- *   each move would otherwise hold every request for one read); an older one is read again first.
+ * - A newer generation: an order read within `staleMs` still answers (a place may lag the queue
+ *   by that much, as a busy queue moves every moment and each move would otherwise hold every
+ *   request for one read); one older than half of that is read again behind the answer, so a
+ *   queue that moves many times a second is read at most about twice per `staleMs`. An order
+ *   older than `staleMs` is read again first.
  */
 export class QueueOrders {
   private current: OrderEntry | undefined;
@@ -44,8 +46,9 @@ export class QueueOrders {
     if (current !== undefined) {
       const age = this.now() - current.atMs;
       const same = current.order.generation === generation;
-      if (same ? age > this.times.trustMs : age <= this.times.staleMs) this.readBehind();
-      if (same || age <= this.times.staleMs) return current;
+      const { trustMs, staleMs } = this.times;
+      if (same ? age > trustMs : age >= staleMs / 2 && age <= staleMs) this.readBehind();
+      if (same || age <= staleMs) return current;
     }
     return this.fresh(generation);
   }
