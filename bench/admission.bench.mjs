@@ -15,8 +15,10 @@
 //   QUEUE over every waiting build, and the outlook of the estimate) against the same of a
 //   running build, over HTTP against kiln as deployed (`node dist/main.js`, KILN_ROLE=api,
 //   KILN_RUNNER=local, KILN_MAX_RUNNING=50: the local runner's admission poll runs every second),
-//   autocannon in its own process (support/api-clients.mjs), one server at a time; and, for
-//   scale, the same for a finished build (no admission query at all).
+//   autocannon in its own process (support/api-clients.mjs), one server at a time; for scale,
+//   the same for a finished build (no admission query at all); then the waiting and the running
+//   build again while the queue moves (every ADMISSION_BENCH_MOVE_MS, 500, the last waiting build
+//   is released and enqueued again: two new generations, every place unchanged).
 //
 // PostgreSQL is embedded, on /dev/shm, fsync off; the rows are seeded with SQL
 // (support/admission-seed.mjs). Start → Job is bench/operator.bench.mjs's `jobs` section.
@@ -25,8 +27,8 @@
 // ADMISSION_BENCH_WAITING (10000), ADMISSION_BENCH_TENANTS (100), ADMISSION_BENCH_RUNNING (50,
 // also KILN_MAX_RUNNING), ADMISSION_BENCH_HISTORY (20000 finished builds),
 // ADMISSION_BENCH_BURST (2000 of the waiting builds are the first tenant's, before the others'),
-// ADMISSION_BENCH_SLOTS (200 freed slots a measurement), ADMISSION_BENCH_SECONDS (10 s of load);
-// ADMISSION_BENCH_EXPLAIN=1 prints the whole plans.
+// ADMISSION_BENCH_SLOTS (200 freed slots a measurement), ADMISSION_BENCH_SECONDS (10 s of load),
+// ADMISSION_BENCH_MOVE_MS; ADMISSION_BENCH_EXPLAIN=1 prints the whole plans.
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
