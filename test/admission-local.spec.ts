@@ -47,19 +47,24 @@ describe('admission with the local runner (real buildah, real registry)', () => 
     await rm(repo.dir, { recursive: true, force: true });
   });
 
+  /** The environment of a kiln `name` with the local runner, pushing to the test registry. */
+  const localEnv = (name: string, env: Record<string, string>) => ({
+    KILN_RUNNER: 'local',
+    KILN_DATA_DIR: `${dataDir}/${name}`,
+    KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
+    KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
+    ...env,
+  });
+
   /** A kiln with `env`, both tenants' projects building from the test repository. */
   async function kilnWith(name: string, env: Record<string, string>, database?: TestDatabase) {
     const kiln = await startTestApp({
       ...(database === undefined ? {} : { database }),
-      env: {
-        KILN_RUNNER: 'local',
-        KILN_DATA_DIR: `${dataDir}/${name}`,
-        KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
-        KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
+      env: localEnv(name, {
         KILN_CANCEL_GRACE_SECONDS: '1',
         KILN_ADMISSION_POLL_MS: '100',
         ...env,
-      },
+      }),
     });
     const seeded = await seedTenancy(kiln);
     await kiln.dataSource.query(
@@ -302,19 +307,12 @@ describe('admission with the local runner (real buildah, real registry)', () => 
   describe('two kilns on one Postgres where nothing runs (KILN_MAX_RUNNING=0), polling once a minute', () => {
     it('answer the same places, and each sees within a second a wait the other ended', async () => {
       const database = await createTestDatabase();
-      // A minute between polls: a place can only move here because a request saw the queue move.
+      // A minute between polls, so an order of a queue that stands still is believed for ten: a
+      // place moves here only because a request saw the queue's generation move. An order read
+      // within a second still answers while the new one is read.
       const quiet = { KILN_MAX_RUNNING: '0', KILN_ADMISSION_POLL_MS: '60000' };
       const first = await kilnWith('places-1', quiet, database);
-      const second = await startTestApp({
-        database,
-        env: {
-          KILN_RUNNER: 'local',
-          KILN_DATA_DIR: `${dataDir}/places-2`,
-          KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
-          KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
-          ...quiet,
-        },
-      });
+      const second = await startTestApp({ database, env: localEnv('places-2', quiet) });
       try {
         const { seeded } = first;
         const tokenA = await tokenFor(second.baseUrl, seeded.users.admin.email);
@@ -376,14 +374,7 @@ describe('admission with the local runner (real buildah, real registry)', () => 
       const first = await kilnWith('replica-1', { KILN_MAX_RUNNING: '1' }, database);
       const second = await startTestApp({
         database,
-        env: {
-          KILN_RUNNER: 'local',
-          KILN_DATA_DIR: `${dataDir}/replica-2`,
-          KILN_LOCAL_REGISTRY: `${registry.address}/kiln`,
-          KILN_LOCAL_INSECURE_REGISTRIES: registry.address,
-          KILN_ADMISSION_POLL_MS: '100',
-          KILN_MAX_RUNNING: '1',
-        },
+        env: localEnv('replica-2', { KILN_ADMISSION_POLL_MS: '100', KILN_MAX_RUNNING: '1' }),
       });
       try {
         const { seeded } = first;

@@ -57,6 +57,11 @@ describe(AdmissionStore.name, () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
+  /** Where a waiting build stands (`places` of it alone); undefined when it does not wait. */
+  const waiting = async (buildId: string, limits: AdmissionLimits) => {
+    const place = (await store.places([buildId], limits)).get(buildId);
+    return place === undefined ? undefined : { position: place.position, reason: place.reason };
+  };
   const admittedIds = async (limits: AdmissionLimits) =>
     (await store.admit(limits)).map((build) => build.buildId);
 
@@ -154,7 +159,7 @@ describe(AdmissionStore.name, () => {
       // a's shares 0, 1, 2; b's 0, 1/2, 1: b never admitted before either, so ties go to a1.
       expect(await admittedIds({ maxRunning: 5 })).toEqual([a1, b1, b2, a2, b3]);
       expect(await admittedIds({ maxRunning: 5 })).toEqual([]);
-      expect(await store.waiting(a3!, { maxRunning: 5 })).toEqual({
+      expect(await waiting(a3!, { maxRunning: 5 })).toEqual({
         position: 1,
         reason: 'InstallationLimit',
       });
@@ -187,7 +192,7 @@ describe(AdmissionStore.name, () => {
       const [a1] = await a.start();
 
       expect(await admittedIds({})).toEqual([]);
-      expect(await store.waiting(a1!, {})).toEqual({ position: 1, reason: 'TenantLimit' });
+      expect(await waiting(a1!, {})).toEqual({ position: 1, reason: 'TenantLimit' });
     });
 
     it("skips a build whose project is full and takes the tenant's next one", async () => {
@@ -197,7 +202,7 @@ describe(AdmissionStore.name, () => {
       const [api1] = await a.start(1, other);
 
       expect(await admittedIds({ projectMaxRunning: 1 })).toEqual([web1, api1]);
-      expect(await store.waiting(web2!, { projectMaxRunning: 1 })).toEqual({
+      expect(await waiting(web2!, { projectMaxRunning: 1 })).toEqual({
         position: 1,
         reason: 'ProjectLimit',
       });
@@ -210,7 +215,7 @@ describe(AdmissionStore.name, () => {
       const [next] = await a.start();
 
       expect(await admittedIds({ maxRunning: 2 })).toEqual([]);
-      expect(await store.waiting(next!, { maxRunning: 2 })).toEqual({
+      expect(await waiting(next!, { maxRunning: 2 })).toEqual({
         position: 1,
         reason: 'InstallationLimit',
       });
@@ -253,7 +258,7 @@ describe(AdmissionStore.name, () => {
       const passes = await Promise.all([first, second]);
 
       expect(passes.map((pass) => pass.map((build) => build.buildId))).toEqual([[a1], []]);
-      expect(await store.waiting(b1!, { maxRunning: 1 })).toMatchObject({ position: 1 });
+      expect(await waiting(b1!, { maxRunning: 1 })).toMatchObject({ position: 1 });
     });
   });
 
@@ -271,7 +276,7 @@ describe(AdmissionStore.name, () => {
       await store.admit({ maxRunning: 1 });
 
       expect(await store.release(a2!)).toBe('waiting');
-      expect(await store.waiting(a2!, { maxRunning: 1 })).toBeUndefined();
+      expect(await waiting(a2!, { maxRunning: 1 })).toBeUndefined();
       expect(await admittedIds({ maxRunning: 1 })).toEqual([]);
       await store.release(a1!);
       expect(await admittedIds({ maxRunning: 1 })).toEqual([a3]);
@@ -348,7 +353,7 @@ describe(AdmissionStore.name, () => {
     });
   });
 
-  describe('waiting', () => {
+  describe('places', () => {
     it('answers each waiting build its place in the order admission takes them', async () => {
       const a = await tenant('a');
       const b = await tenant('b');
@@ -357,16 +362,16 @@ describe(AdmissionStore.name, () => {
       const limits = { maxRunning: 1 };
       await store.admit(limits);
 
-      expect(await store.waiting(a1!, limits)).toBeUndefined();
-      expect(await store.waiting(b1!, limits)).toEqual({
+      expect(await waiting(a1!, limits)).toBeUndefined();
+      expect(await waiting(b1!, limits)).toEqual({
         position: 1,
         reason: 'InstallationLimit',
       });
-      expect(await store.waiting(a2!, limits)).toEqual({
+      expect(await waiting(a2!, limits)).toEqual({
         position: 2,
         reason: 'InstallationLimit',
       });
-      expect(await store.waiting(a3!, limits)).toEqual({
+      expect(await waiting(a3!, limits)).toEqual({
         position: 3,
         reason: 'InstallationLimit',
       });
@@ -375,14 +380,14 @@ describe(AdmissionStore.name, () => {
     it('says a build a slot is free for is admissible', async () => {
       const [a1] = await (await tenant('a')).start();
 
-      expect(await store.waiting(a1!, { maxRunning: 1 })).toEqual({
+      expect(await waiting(a1!, { maxRunning: 1 })).toEqual({
         position: 1,
         reason: 'Admissible',
       });
     });
 
     it('answers nothing for a build never enqueued', async () => {
-      expect(await store.waiting('00000000-0000-4000-8000-000000000000', {})).toBeUndefined();
+      expect(await waiting('00000000-0000-4000-8000-000000000000', {})).toBeUndefined();
     });
   });
 
@@ -494,7 +499,7 @@ describe(AdmissionStore.name, () => {
           const expected = queueOrder(state, finalLimits);
           const places = await Promise.all(
             state.waiting.map(
-              async (b) => [b.buildId, await store.waiting(b.buildId, finalLimits)] as const,
+              async (b) => [b.buildId, await waiting(b.buildId, finalLimits)] as const,
             ),
           );
           expect(new Map(places)).toEqual(

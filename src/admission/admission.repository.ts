@@ -246,25 +246,6 @@ export class AdmissionStore {
   }
 
   /**
-   * Where a waiting build stands now under `limits`, and what it waits for; undefined when it
-   * does not wait (never enqueued, admitted, or released).
-   */
-  async waiting(buildId: string, limits: AdmissionLimits): Promise<WaitingPlace | undefined> {
-    const [row] = await this.dataSource.query<
-      Array<{ position: number; held_by: WaitReason | null; slots: number | null }>
-    >(
-      `WITH ${QUEUE}
-       SELECT p.position, p.held_by, free.slots FROM places p, free WHERE p.build_id = $4`,
-      [...parametersOf(limits), buildId],
-    );
-    if (row === undefined) return undefined;
-    const reason =
-      row.held_by ??
-      (row.slots === null || row.position <= row.slots ? 'Admissible' : 'InstallationLimit');
-    return { position: row.position, reason };
-  }
-
-  /**
    * Ends the wait or run of every build that is no longer in_progress, whether or not whoever
    * ended it (a cancel, a failure, a process that died between the two writes) said so: no slot
    * leaks. Answers how many it ended. Takes no lock: it only frees.

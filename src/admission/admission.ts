@@ -180,28 +180,12 @@ export class Admission implements OnApplicationShutdown {
       const state = states.get(id);
       return state !== undefined && state.admittedAt === null && state.releasedAt === null;
     });
-    // Only a build that waits to be admitted needs its place, which orders the whole queue: once
-    // per generation in this process, shared by every request (QueueOrders).
-    let entry = waiting.length === 0 ? undefined : await this.orders.at(generation);
-    const absentFrom = (order: OrderEntry | undefined) =>
-      waiting.filter((id) => order?.order.places.has(id) !== true);
-    // A build the order does not have began to wait after it was read: a newer order has it.
-    if (entry !== undefined && absentFrom(entry).length > 0) {
-      entry = await this.orders.fresh(generation);
-    }
-    // Still absent: it began to wait as that order was read; its place alone.
-    const missing = absentFrom(entry);
-    const alone =
-      missing.length === 0
-        ? new Map<string, QueuePlaceRow>()
-        : await this.store.places(missing, this.limits);
-    const waitingIds = new Set(waiting);
+    // Only a build that waits to be admitted needs its place, which orders the whole queue.
+    const placed = waiting.length === 0 ? undefined : await this.placesOf(waiting, generation);
     for (const build of builds) {
-      const place = waitingIds.has(build.id)
-        ? (entry?.order.places.get(build.id) ?? alone.get(build.id))
-        : undefined;
-      if (place !== undefined) {
-        views.set(build.id, await this.viewOf(build, place, entry));
+      const place = placed?.places.get(build.id);
+      if (placed !== undefined && place !== undefined) {
+        views.set(build.id, await this.viewOf(build, place, placed.entry));
         continue;
       }
       const state = states.get(build.id);
@@ -220,6 +204,32 @@ export class Admission implements OnApplicationShutdown {
       }
     }
     return views;
+  }
+
+  /**
+   * The places of waiting builds, from the order of the queue this process read once per
+   * generation and shares with every request (QueueOrders).
+   */
+  private async placesOf(
+    waiting: readonly string[],
+    generation: string,
+  ): Promise<{ entry: OrderEntry; places: Map<string, QueuePlaceRow> }> {
+    let entry = await this.orders.at(generation);
+    const absent = () => waiting.filter((id) => !entry.order.places.has(id));
+    // A build the order does not have began to wait after it was read: a newer order has it.
+    if (absent().length > 0) entry = await this.orders.fresh(generation);
+    const places = new Map<string, QueuePlaceRow>();
+    for (const id of waiting) {
+      const place = entry.order.places.get(id);
+      if (place !== undefined) places.set(id, place);
+    }
+    // Still absent: it began to wait as that order was read; its place alone.
+    const missing = absent();
+    if (missing.length > 0) {
+      for (const [id, place] of await this.store.places(missing, this.limits))
+        places.set(id, place);
+    }
+    return { entry, places };
   }
 
   /**
@@ -327,7 +337,7 @@ export class Admission implements OnApplicationShutdown {
   private async viewOf(
     build: AdmittableBuild,
     place: QueuePlaceRow,
-    entry: OrderEntry | undefined,
+    entry: OrderEntry,
   ): Promise<QueueView> {
     const { limits } = this;
     const scope =
@@ -366,17 +376,12 @@ export class Admission implements OnApplicationShutdown {
    */
   private outlookOf(
     scope: { tenantId?: string; projectId?: string },
-    entry: OrderEntry | undefined,
+    entry: OrderEntry,
   ): Promise<Outlook> {
-    const read = async (): Promise<Outlook> => ({
-      ...(await this.store.outlook(scope)),
-      atMs: Date.now(),
-    });
-    if (entry === undefined) return read();
     const key = `${scope.tenantId ?? ''}/${scope.projectId ?? ''}`;
     let outlook = entry.outlooks.get(key);
     if (outlook === undefined) {
-      outlook = read();
+      outlook = (async () => ({ ...(await this.store.outlook(scope)), atMs: Date.now() }))();
       entry.outlooks.set(key, outlook);
       // A read that failed is not kept: the next request reads again.
       outlook.catch(() => entry.outlooks.delete(key));
