@@ -200,7 +200,14 @@ export class AdmissionStore {
         if (!limited) return manager.query<AdmittedRow[]>(ADMIT_ALL);
       }
       return manager.query<AdmittedRow[]>(
-        `WITH ${free === null ? QUEUE : queueOf(String(free))},
+        `WITH ${
+          free === null
+            ? QUEUE
+            : queueOf({
+                first: free,
+                by: limits.projectMaxRunning === undefined ? 'tenant' : 'project',
+              })
+        },
          chosen AS MATERIALIZED (
            SELECT p.build_id, p.position, b.reason AS before FROM places p
              CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id

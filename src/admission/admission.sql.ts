@@ -8,23 +8,40 @@ import type { AdmissionLimits } from './fair-share.js';
 export const ADMISSION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('kiln_admission'))`;
 
 /**
- * The (tenant, project) pairs with a waiting build, one index probe each: a skip scan of
+ * The tenants (`by` tenant) or (tenant, project) pairs (`by` project) with a waiting build, one
+ * index probe each: a skip scan of build_admissions_waiting_idx (tenant_id, seq) or
  * build_admissions_waiting_project_idx, instead of reading every waiting build to find them.
  */
-const WAITING_PROJECTS = `
-  WITH RECURSIVE pairs AS (
-    (SELECT tenant_id, project_id FROM build_admissions
+function waitingGroups(by: 'tenant' | 'project'): string {
+  const columns = by === 'tenant' ? ['tenant_id'] : ['tenant_id', 'project_id'];
+  const list = (prefix: string) => columns.map((c) => `${prefix}${c}`).join(', ');
+  return `
+  WITH RECURSIVE groups AS (
+    (SELECT ${list('')} FROM build_admissions
       WHERE admitted_at IS NULL AND released_at IS NULL
-      ORDER BY tenant_id, project_id LIMIT 1)
+      ORDER BY ${list('')} LIMIT 1)
     UNION ALL
-    SELECT next.tenant_id, next.project_id FROM pairs
+    SELECT ${list('next.')} FROM groups
      CROSS JOIN LATERAL (
-       SELECT a.tenant_id, a.project_id FROM build_admissions a
+       SELECT ${list('a.')} FROM build_admissions a
         WHERE a.admitted_at IS NULL AND a.released_at IS NULL
-          AND (a.tenant_id, a.project_id) > (pairs.tenant_id, pairs.project_id)
-        ORDER BY a.tenant_id, a.project_id LIMIT 1) next
+          AND (${list('a.')}) > (${list('groups.')})
+        ORDER BY ${list('a.')} LIMIT 1) next
   )
-  SELECT tenant_id, project_id FROM pairs`;
+  SELECT ${list('')} FROM groups`;
+}
+
+/**
+ * Which waiting builds a QUEUE statement reads: all of them (null), or for a pass with n free
+ * slots only the first n of each project (`by` project: projects have a limit) or of each tenant
+ * (no project limit), the only ones the pass could take. A build past them has n builds of its
+ * own project, or tenant, before it: their keys are lower, they fit wherever it would, and so
+ * they fill the n slots first; and the keys and slots of those n do not depend on what follows.
+ */
+export interface QueueScope {
+  readonly first: number;
+  readonly by: 'tenant' | 'project';
+}
 
 /**
  * The waiting builds in the order admission takes them, with their position and what holds them
@@ -38,7 +55,7 @@ const WAITING_PROJECTS = `
  *
  * $1: the tenants' default limit, $2: the projects' limit (null: none).
  */
-export const queueOf = (firstPerProject: string | null) => `
+export const queueOf = (scope: QueueScope | null) => `
   running AS (
     SELECT tenant_id, project_id, count(*)::int AS n
       FROM build_admissions
@@ -46,20 +63,18 @@ export const queueOf = (firstPerProject: string | null) => `
      GROUP BY tenant_id, project_id
   ),
   waiting AS (
-    -- Every waiting build; for a pass with n free slots only the first n of each project, the
-    -- only ones it could take (a tenant's first n in order are among them, slots and all), each
-    -- project's read from build_admissions_waiting_project_idx.
     ${
-      firstPerProject === null
+      scope === null
         ? `SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
             WHERE a.admitted_at IS NULL AND a.released_at IS NULL`
         : `SELECT w.build_id, w.tenant_id, w.project_id, w.seq
-             FROM (${WAITING_PROJECTS}) p
+             FROM (${waitingGroups(scope.by)}) g
             CROSS JOIN LATERAL (
               SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
-               WHERE a.tenant_id = p.tenant_id AND a.project_id = p.project_id
+               WHERE a.tenant_id = g.tenant_id
+                 ${scope.by === 'project' ? 'AND a.project_id = g.project_id' : ''}
                  AND a.admitted_at IS NULL AND a.released_at IS NULL
-               ORDER BY a.seq LIMIT ${firstPerProject}) w`
+               ORDER BY a.seq LIMIT ${Math.trunc(scope.first)}) w`
     }
   ),
   queue AS (
