@@ -41,11 +41,11 @@ import { createApp } from '../dist/app.factory.js';
 import { createLogger } from '../dist/common/logger.js';
 import { loadConfig } from '../dist/config/config.js';
 import { createDataSource } from '../dist/database/data-source.js';
-import { BuildRunner } from '../dist/runners/build-runner.js';
 import { seedAdmission } from './support/admission-seed.mjs';
-import { startKilnServer } from './support/api-servers.mjs';
+import { bootstrapKiln, kilnApiEnv, startKilnServer } from './support/api-servers.mjs';
 import { startClients } from './support/client-process.mjs';
 import { startPostgres } from './support/kiln-process.mjs';
+import { BenchRunner } from './support/kiln.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
 import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support/stats.mjs';
 
@@ -82,19 +82,6 @@ const FIFO = `
                       ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
   RETURNING build_id, tenant_id`;
 
-/** Runs nothing: builds here are rows; the bench ends and admits them itself. */
-class NoRunner extends BuildRunner {
-  start() {
-    return Promise.resolve();
-  }
-  cancel() {
-    return Promise.resolve();
-  }
-  remove() {
-    return Promise.resolve();
-  }
-}
-
 const seconds = (millis) => `${(millis / 1000).toFixed(1)} s`;
 /** The machine's load: other work on its two cores moves every figure here. */
 const load = () =>
@@ -126,28 +113,12 @@ class Bench {
     this.closers.push(() => this.raw.end());
     this.clients = startClients(new URL('./support/api-clients.mjs', import.meta.url));
     this.closers.push(async () => this.clients.close());
-    this.env = {
-      DATABASE_URL: this.postgres.url,
-      KILN_ROLE: 'api',
-      KILN_RUNNER: 'local',
-      KILN_MAX_RUNNING: String(SEED.running),
-      KILN_DATA_DIR: `${this.tmp}/kiln-data`,
-      KILN_JWT_SECRET: randomBytes(32).toString('hex'),
-      KILN_JWT_TTL_SECONDS: '86400',
-      KILN_LOG_LEVEL: 'warn',
-      KILN_RATE_LIMIT_READS: '1000000',
-      KILN_RATE_LIMIT_WRITES: '1000000',
-      KILN_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-      KILN_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-    };
-
+    this.env = kilnApiEnv(
+      { databaseUrl: this.postgres.url, dataDir: `${this.tmp}/kiln-data`, admin: ADMIN },
+      { KILN_MAX_RUNNING: String(SEED.running) },
+    );
     // The first kiln migrates the database and bootstraps the admin.
-    const kiln = await startKilnServer(this.env);
-    try {
-      this.token = await this.clients.call('login', { baseUrl: kiln.baseUrl, ...ADMIN });
-    } finally {
-      await kiln.stop();
-    }
+    this.token = await bootstrapKiln(this.env, this.clients, ADMIN);
     const { rows } = await this.raw.query('SELECT id FROM users WHERE email = $1', [ADMIN.email]);
     this.seeded = await seedAdmission(this.raw, { userId: rows[0].id, ...SEED });
 
@@ -157,7 +128,7 @@ class Bench {
     this.dataSource = createDataSource({ url: this.postgres.url, logger, entities: KILN_ENTITIES });
     await this.dataSource.initialize();
     this.closers.push(() => this.dataSource.destroy());
-    this.app = await createApp(config, this.dataSource, logger, { runner: NoRunner });
+    this.app = await createApp(config, this.dataSource, logger, { runner: BenchRunner });
     await this.app.init();
     this.closers.push(() => this.app.close());
     this.admission = this.app.get(Admission);

@@ -21,7 +21,12 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { addProjects, addTenant, seedBuilds } from './support/api-seed.mjs';
-import { startBareServer, startKilnServer } from './support/api-servers.mjs';
+import {
+  bootstrapKiln,
+  kilnApiEnv,
+  startBareServer,
+  startKilnServer,
+} from './support/api-servers.mjs';
 import { startClients } from './support/client-process.mjs';
 import { readCpuProfileOf, summariseCpuProfile } from './support/cpu-profile.mjs';
 import { startPostgres } from './support/kiln-process.mjs';
@@ -73,27 +78,12 @@ class Bench {
     this.clients = startClients(new URL('./support/api-clients.mjs', import.meta.url));
     this.closers.push(async () => this.clients.close());
     // kiln's environment; the bare app reads the same (its secret, issuer, audience, timeout).
-    this.env = {
-      DATABASE_URL: this.postgres.url,
-      KILN_ROLE: 'api',
-      KILN_RUNNER: 'local',
-      KILN_DATA_DIR: `${this.tmp}/kiln-data`,
-      KILN_JWT_SECRET: randomBytes(32).toString('hex'),
-      KILN_JWT_TTL_SECONDS: '86400',
-      KILN_LOG_LEVEL: 'warn',
-      KILN_RATE_LIMIT_READS: '1000000',
-      KILN_RATE_LIMIT_WRITES: '1000000',
-      KILN_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-      KILN_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-    };
-
-    // The first kiln migrates the database and bootstraps the admin and its `default` tenant.
-    const kiln = await startKilnServer(this.env);
-    try {
-      this.token = await this.clients.call('login', { baseUrl: kiln.baseUrl, ...ADMIN });
-    } finally {
-      await kiln.stop();
-    }
+    this.env = kilnApiEnv({
+      databaseUrl: this.postgres.url,
+      dataDir: `${this.tmp}/kiln-data`,
+      admin: ADMIN,
+    });
+    this.token = await bootstrapKiln(this.env, this.clients, ADMIN);
     const { rows } = await this.raw.query(
       `SELECT m.tenant_id, m.user_id FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE u.email = $1`,

@@ -3,6 +3,7 @@
 // (bare-app.mjs). Each listens on 127.0.0.1 at a port chosen here and is ready once GET /healthz
 // answers 200. Also the CPU time of a process and of the embedded PostgreSQL, from /proc.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { delay, nowMs } from './stats.mjs';
@@ -19,6 +20,40 @@ export function startKilnServer(env, { cpuProfileDir } = {}) {
   const profile =
     cpuProfileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir];
   return startServer('kiln', KILN_MAIN, env, profile);
+}
+
+/**
+ * kiln's environment as the benches run its API: the local runner, its data under `dataDir`, a
+ * fresh JWT secret, warnings only, no rate limit to speak of, `admin` bootstrapped; `extra` on top.
+ */
+export function kilnApiEnv({ databaseUrl, dataDir, admin }, extra = {}) {
+  return {
+    DATABASE_URL: databaseUrl,
+    KILN_ROLE: 'api',
+    KILN_RUNNER: 'local',
+    KILN_DATA_DIR: dataDir,
+    KILN_JWT_SECRET: randomBytes(32).toString('hex'),
+    KILN_JWT_TTL_SECONDS: '86400',
+    KILN_LOG_LEVEL: 'warn',
+    KILN_RATE_LIMIT_READS: '1000000',
+    KILN_RATE_LIMIT_WRITES: '1000000',
+    KILN_BOOTSTRAP_ADMIN_EMAIL: admin.email,
+    KILN_BOOTSTRAP_ADMIN_PASSWORD: admin.password,
+    ...extra,
+  };
+}
+
+/**
+ * Runs kiln once with `env`: it migrates the database and bootstraps the admin (and its `default`
+ * tenant). Answers the admin's token, logged in through `clients` (client-process.mjs).
+ */
+export async function bootstrapKiln(env, clients, admin) {
+  const kiln = await startKilnServer(env);
+  try {
+    return await clients.call('login', { baseUrl: kiln.baseUrl, ...admin });
+  } finally {
+    await kiln.stop();
+  }
 }
 
 /** The bare app (bare-app.mjs) with the same environment as kiln. */

@@ -15,8 +15,11 @@ import { PREFIX, removeLeftoversOfKilledRuns, ROOT, untilNoClients } from './lef
 
 const DATABASE = 'kiln_bench';
 
-/** Runs nothing: benches append logs through LogSink themselves and end builds via BuildLifecycle. */
-class BenchRunner extends BuildRunner {
+/**
+ * Runs nothing: benches append logs through LogSink themselves, end builds via BuildLifecycle, or
+ * admit and end them as rows.
+ */
+export class BenchRunner extends BuildRunner {
   start() {
     return Promise.resolve();
   }

@@ -15,8 +15,7 @@ import { loadConfig } from '../../dist/config/config.js';
 import { createDataSource, runMigrations } from '../../dist/database/data-source.js';
 import { EmbeddedPostgres } from '../../dist/database/embedded-postgres.js';
 import { ProjectsService } from '../../dist/projects/projects.service.js';
-import { BuildRunner } from '../../dist/runners/build-runner.js';
-import { request } from './kiln.mjs';
+import { BenchRunner, request } from './kiln.mjs';
 import { removeLeftoversOfKilledRuns, untilNoClients } from './leftovers.mjs';
 
 const PREFIX = 'kiln-logscale-';
@@ -27,19 +26,6 @@ const PREFIX = 'kiln-logscale-';
 const JWT_SECRET = randomBytes(32).toString('hex');
 /** statfs f_type of tmpfs: memory, not disk. */
 const TMPFS_MAGIC = 0x01021994;
-
-/** Runs nothing: the bench appends through LogSink itself. */
-class BenchRunner extends BuildRunner {
-  start() {
-    return Promise.resolve();
-  }
-  cancel() {
-    return Promise.resolve();
-  }
-  remove() {
-    return Promise.resolve();
-  }
-}
 
 /**
  * Throws unless `root` is on a disk (not tmpfs) with at least `factor` × `estimatedBytes` free;
