@@ -31,8 +31,7 @@
 // ADMISSION_BENCH_MOVE_MS; ADMISSION_BENCH_EXPLAIN=1 prints the whole plans.
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import pg from 'pg';
 import { AdmissionStore } from '../dist/admission/admission.repository.js';
 import { Admission } from '../dist/admission/admission.js';
@@ -43,11 +42,20 @@ import { loadConfig } from '../dist/config/config.js';
 import { createDataSource } from '../dist/database/data-source.js';
 import { seedAdmission } from './support/admission-seed.mjs';
 import { bootstrapKiln, kilnApiEnv, startKilnServer } from './support/api-servers.mjs';
-import { startClients } from './support/client-process.mjs';
-import { startPostgres } from './support/kiln-process.mjs';
+import { HttpBenchGround } from './support/http-bench.mjs';
 import { BenchRunner } from './support/kiln.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
-import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support/stats.mjs';
+import {
+  delay,
+  int,
+  latencySummary,
+  ms,
+  nowMs,
+  percent,
+  ratio,
+  seconds,
+  verdict,
+} from './support/stats.mjs';
 
 function size(name, fallback) {
   const raw = process.env[name];
@@ -82,37 +90,16 @@ const FIFO = `
                       ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
   RETURNING build_id, tenant_id`;
 
-const seconds = (millis) => `${(millis / 1000).toFixed(1)} s`;
 /** The machine's load: other work on its two cores moves every figure here. */
 const load = () =>
   `load average ${loadavg()
     .map((n) => n.toFixed(2))
     .join(' ')}`;
-const percent = (share) => `${share.toFixed(1)}%`;
 
-class Bench {
-  constructor() {
-    this.closers = [];
-  }
-
-  /** Runs the closers in reverse order, once, also on failure or ^C. */
-  close() {
-    return (this.closed ??= (async () => {
-      for (const close of this.closers.splice(0).reverse()) await close().catch(() => undefined);
-    })());
-  }
-
+class Bench extends HttpBenchGround {
   async setUp() {
     const began = nowMs();
-    this.tmp = await mkdtemp(`${tmpdir()}/kiln-admissionbench-`);
-    this.closers.push(() => rm(this.tmp, { recursive: true, force: true }));
-    this.postgres = await startPostgres();
-    this.closers.push(() => this.postgres.close());
-    this.raw = new pg.Client({ connectionString: this.postgres.url });
-    await this.raw.connect();
-    this.closers.push(() => this.raw.end());
-    this.clients = startClients(new URL('./support/api-clients.mjs', import.meta.url));
-    this.closers.push(async () => this.clients.close());
+    await this.open('admissionbench');
     this.env = kilnApiEnv(
       { databaseUrl: this.postgres.url, dataDir: `${this.tmp}/kiln-data`, admin: ADMIN },
       { KILN_MAX_RUNNING: String(SEED.running) },

@@ -15,11 +15,10 @@
 // size of the big tenant; API_BENCH_CPU_PROFILE=dir makes kiln write a V8 CPU profile of the get
 // and create sections there, summarised by function and by package.
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { addProjects, addTenant, seedBuilds } from './support/api-seed.mjs';
 import {
   bootstrapKiln,
@@ -27,11 +26,10 @@ import {
   startBareServer,
   startKilnServer,
 } from './support/api-servers.mjs';
-import { startClients } from './support/client-process.mjs';
 import { readCpuProfileOf, summariseCpuProfile } from './support/cpu-profile.mjs';
-import { startPostgres } from './support/kiln-process.mjs';
+import { HttpBenchGround } from './support/http-bench.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
-import { delay, int, ms, nowMs, ratio, verdict } from './support/stats.mjs';
+import { delay, int, ms, nowMs, percent, ratio, seconds, verdict } from './support/stats.mjs';
 
 function size(name, fallback) {
   const raw = process.env[name];
@@ -52,31 +50,9 @@ const PROFILE_DIR = process.env.API_BENCH_CPU_PROFILE
   : undefined;
 const ADMIN = { email: 'bench@example.com', password: randomBytes(16).toString('hex') };
 
-const seconds = (millis) => `${(millis / 1000).toFixed(1)} s`;
-const percent = (share) => `${share.toFixed(1)}%`;
-
-class Bench {
-  constructor() {
-    this.closers = [];
-  }
-
-  /** Runs the closers in reverse order, once, also on failure or ^C. */
-  close() {
-    return (this.closed ??= (async () => {
-      for (const close of this.closers.splice(0).reverse()) await close().catch(() => undefined);
-    })());
-  }
-
+class Bench extends HttpBenchGround {
   async setUp() {
-    this.tmp = await mkdtemp(`${tmpdir()}/kiln-apibench-`);
-    this.closers.push(() => rm(this.tmp, { recursive: true, force: true }));
-    this.postgres = await startPostgres();
-    this.closers.push(() => this.postgres.close());
-    this.raw = new pg.Client({ connectionString: this.postgres.url });
-    await this.raw.connect();
-    this.closers.push(() => this.raw.end());
-    this.clients = startClients(new URL('./support/api-clients.mjs', import.meta.url));
-    this.closers.push(async () => this.clients.close());
+    await this.open('apibench');
     // kiln's environment; the bare app reads the same (its secret, issuer, audience, timeout).
     this.env = kilnApiEnv({
       databaseUrl: this.postgres.url,

@@ -3,7 +3,7 @@
 // builds with their build_admissions rows, as issue 30's admission leaves them: finished builds
 // whose admissions were released (each tenant's history: the fair share's tie-break and the
 // median run of the estimate), builds admitted and running, and builds started and waiting.
-import { addProjects, addTenant } from './api-seed.mjs';
+import { addProjects, addTenant, continueBuildNumbers } from './api-seed.mjs';
 
 /**
  * Builds numbered g = 0 … history + running + waiting - 1, in that order of kinds: history
@@ -119,13 +119,7 @@ export async function seedAdmission(
     waiting,
     burst,
   ]);
-  await db.query(
-    `UPDATE projects p SET next_build_number = b.next
-       FROM (SELECT project_id, max(build_number) + 1 AS next FROM builds
-              WHERE tenant_id = ANY($1::uuid[]) GROUP BY project_id) b
-      WHERE p.id = b.project_id`,
-    [tenantIds],
-  );
+  await continueBuildNumbers(db, { tenantIds });
   await db.query(SEED_ADMISSIONS, [tenantIds, history, running]);
   const weighted = tenantIds.slice(0, Math.floor(tenants / 10));
   const capped = tenantIds.slice(Math.max(0, Math.min(running, tenants) - limited), running);

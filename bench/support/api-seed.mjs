@@ -91,11 +91,21 @@ const SEED_BUILDS = `
  */
 export async function seedBuilds(db, { tenantId, projectIds, userId, count, repositoryPrefix }) {
   await db.query(SEED_BUILDS, [tenantId, projectIds, count, userId, repositoryPrefix]);
+  await continueBuildNumbers(db, { projectIds });
+}
+
+/**
+ * Sets each project's next build number past the builds seeded in it, for the projects given or
+ * every project of the tenants given: a build created afterwards numbers on from there.
+ */
+export async function continueBuildNumbers(db, { projectIds, tenantIds }) {
+  const [column, ids] =
+    projectIds === undefined ? ['tenant_id', tenantIds] : ['project_id', projectIds];
   await db.query(
     `UPDATE projects p SET next_build_number = b.next
        FROM (SELECT project_id, max(build_number) + 1 AS next FROM builds
-              WHERE project_id = ANY($1::uuid[]) GROUP BY project_id) b
+              WHERE ${column} = ANY($1::uuid[]) GROUP BY project_id) b
       WHERE p.id = b.project_id`,
-    [projectIds],
+    [ids],
   );
 }

@@ -22,6 +22,10 @@ export const ms = (n) => `${n < 10 ? n.toFixed(2) : n.toFixed(1)} ms`;
 
 export const ratio = (n) => n.toFixed(2);
 
+export const seconds = (millis) => `${(millis / 1000).toFixed(1)} s`;
+
+export const percent = (share) => `${share.toFixed(1)}%`;
+
 export const verdict = (met) => (met ? 'met' : 'MISSED');
 
 /** Milliseconds on the monotonic clock. */
