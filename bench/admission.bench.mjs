@@ -310,15 +310,22 @@ async function pass(bench) {
 
 /**
  * Runs `work` and answers every statement kiln's driver sent meanwhile (the in-process app's pg
- * clients share this module's pg: the bench's own client sends nothing then).
+ * clients share this module's pg: the bench's own client sends nothing then), each with the
+ * round trip it went in: several statements without parameters go in one (AdmissionStore.admit
+ * joins them with ";\n").
  */
 async function captureStatements(work) {
   const statements = [];
+  let trips = 0;
   const original = pg.Client.prototype.query;
   pg.Client.prototype.query = function (config, values, callback) {
-    if (typeof config === 'string') statements.push({ text: config, values: values ?? [] });
-    else if (config?.text !== undefined)
-      statements.push({ text: config.text, values: config.values ?? [] });
+    const text = typeof config === 'string' ? config : config?.text;
+    const params = (typeof config === 'string' ? values : config?.values) ?? [];
+    if (text !== undefined) {
+      trips++;
+      const parts = params.length === 0 ? text.split(';\n') : [text];
+      for (const part of parts) statements.push({ text: part, values: params, trip: trips });
+    }
     return original.call(this, config, values, callback);
   };
   try {
@@ -390,9 +397,10 @@ async function explainPass(bench) {
   await bench.restore();
   await bench.endOneRun();
   const passStatements = statements.slice(1);
+  const trips = new Set(passStatements.map((s) => s.trip)).size;
   const queueStatements = statements.filter((s) => /\bqueue AS \(/.test(s.text));
   console.log(
-    `  one pass with a slot free sent ${passStatements.length} statements, ` +
+    `  one pass with a slot free sent ${passStatements.length} statements in ${trips} round trips, ` +
       `${queueStatements.length - 1} of them over the whole queue (QUEUE CTE); EXPLAIN ANALYZE ` +
       `of those with ${int(bench.counts.waiting)} waiting, one slot free:`,
   );

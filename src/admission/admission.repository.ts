@@ -3,11 +3,13 @@ import { DataSource } from 'typeorm';
 import {
   ADMISSION_LOCK,
   ADMIT_ALL,
+  admitOf,
   GENERATION,
+  literalsOf,
   PLACE_COLUMNS,
   parametersOf,
   QUEUE,
-  queueOf,
+  type QueueScope,
   SWEEP,
 } from './admission.sql.js';
 import type { AdmissionLimits, WaitReason } from './fair-share.js';
@@ -170,62 +172,29 @@ export class AdmissionStore {
    * Admits waiting builds by fair share until the installation has no free slot or no waiting
    * build fits its tenant's and project's limits, and answers them in the order taken. One
    * transaction under the admission lock: no two passes, in any process, count the same slot.
-   * admitted_at is the time of the admitting statement, after the lock was taken.
+   * admitted_at is the time of the admitting statement, after the lock was taken. One round trip
+   * (docs/adr/0042-admission-in-postgres.md): the lock and the statements after it, each with its
+   * own snapshot, taken once the lock is held.
    */
   async admit(limits: AdmissionLimits): Promise<AdmittedBuild[]> {
-    const rows = await this.dataSource.transaction(async (manager) => {
-      await manager.query(ADMISSION_LOCK);
-      // No slot free: nothing to decide, and no need to order the whole queue to learn it. With
-      // n free, only the first n waiting builds of each project can be taken.
-      let free: number | null = null;
-      if (limits.maxRunning !== undefined) {
-        const [{ n }] = await manager.query<[{ n: number }]>(
-          `SELECT count(*)::int AS n FROM build_admissions
-            WHERE admitted_at IS NOT NULL AND released_at IS NULL`,
-        );
-        free = limits.maxRunning - n;
-        if (free <= 0) return [];
-      }
-      // No limit anywhere (no installation, tenant or project limit, no tenant with its own):
-      // every waiting build runs, first started first, without ordering the queue.
-      if (
-        free === null &&
-        limits.tenantMaxRunning === undefined &&
-        limits.projectMaxRunning === undefined
-      ) {
-        const [{ limited }] = await manager.query<[{ limited: boolean }]>(
-          `SELECT EXISTS (SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
-             AS limited`,
-        );
-        if (!limited) return manager.query<AdmittedRow[]>(ADMIT_ALL);
-      }
-      return manager.query<AdmittedRow[]>(
-        `WITH ${
-          free === null
-            ? QUEUE
-            : queueOf({
-                first: free,
-                by: limits.projectMaxRunning === undefined ? 'tenant' : 'project',
-              })
-        },
-         chosen AS MATERIALIZED (
-           SELECT p.build_id, p.position, b.reason AS before FROM places p
-             CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id
-            WHERE p.held_by IS NULL AND (free.slots IS NULL OR p.position <= free.slots)
-         ),
-         admitted AS (
-           UPDATE build_admissions a
-              SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
-             FROM chosen c
-            WHERE a.build_id = c.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
-           RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position,
-                     c.before
-         )
-         SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
-           FROM admitted ORDER BY position`,
-        parametersOf(limits),
-      );
-    });
+    const { maxRunning, tenantMaxRunning, projectMaxRunning } = limits;
+    // With an installation limit only the first (free slots) waiting builds of each project, or
+    // tenant, can be taken; none is read when no slot is free.
+    const scope: QueueScope | null =
+      maxRunning === undefined
+        ? null
+        : { by: projectMaxRunning === undefined ? 'tenant' : 'project' };
+    // No limit anywhere: every waiting build runs, first started first, without ordering the
+    // queue, unless a tenant has a limit of its own (then ADMIT_ALL admits nothing).
+    const unlimited =
+      maxRunning === undefined && tenantMaxRunning === undefined && projectMaxRunning === undefined;
+    const literals = literalsOf(limits);
+    const [, ...admitting] = await this.inOneTrip<AdmittedRow>([
+      ADMISSION_LOCK,
+      ...(unlimited ? [ADMIT_ALL] : []),
+      admitOf(scope, literals),
+    ]);
+    const rows = admitting.flat();
     return rows.map((row) => ({
       buildId: row.build_id,
       tenantId: row.tenant_id,
@@ -458,4 +427,27 @@ export class AdmissionStore {
       medianRunMs: median[0]?.ms ?? undefined,
     };
   }
+
+  /**
+   * Sends `statements` (no parameters: literals only) in one round trip, as one transaction (an
+   * error in any rolls back every one); each statement takes its own snapshot when it begins, so
+   * one that follows a lock sees what committed before the lock was granted. Answers each
+   * statement's rows, in order.
+   */
+  private async inOneTrip<Row>(statements: readonly string[]): Promise<Row[][]> {
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      // TypeORM answers one result only: the driver's client answers one per statement.
+      const client = (await runner.connect()) as SimpleQueryClient<Row>;
+      const results = await client.query(statements.join(';\n'));
+      return (Array.isArray(results) ? results : [results]).map((result) => result.rows);
+    } finally {
+      await runner.release();
+    }
+  }
+}
+
+/** The pg client under a TypeORM query runner, as a query without parameters answers. */
+interface SimpleQueryClient<Row> {
+  query(text: string): Promise<{ rows: Row[] } | Array<{ rows: Row[] }>>;
 }

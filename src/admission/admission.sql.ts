@@ -11,14 +11,15 @@ export const ADMISSION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('kiln_admis
  * The tenants (`by` tenant) or (tenant, project) pairs (`by` project) with a waiting build, one
  * index probe each: a skip scan of build_admissions_waiting_idx (tenant_id, seq) or
  * build_admissions_waiting_project_idx, instead of reading every waiting build to find them.
+ * None when `first` (an expression) is not positive: no probe at all.
  */
-function waitingGroups(by: 'tenant' | 'project'): string {
+function waitingGroups(by: 'tenant' | 'project', first: string): string {
   const columns = by === 'tenant' ? ['tenant_id'] : ['tenant_id', 'project_id'];
   const list = (prefix: string) => columns.map((c) => `${prefix}${c}`).join(', ');
   return `
   WITH RECURSIVE groups AS (
     (SELECT ${list('')} FROM build_admissions
-      WHERE admitted_at IS NULL AND released_at IS NULL
+      WHERE admitted_at IS NULL AND released_at IS NULL AND ${first} > 0
       ORDER BY ${list('')} LIMIT 1)
     UNION ALL
     SELECT ${list('next.')} FROM groups
@@ -32,16 +33,49 @@ function waitingGroups(by: 'tenant' | 'project'): string {
 }
 
 /**
- * Which waiting builds a QUEUE statement reads: all of them (null), or for a pass with n free
- * slots only the first n of each project (`by` project: projects have a limit) or of each tenant
- * (no project limit), the only ones the pass could take. A build past them has n builds of its
- * own project, or tenant, before it: their keys are lower, they fit wherever it would, and so
- * they fill the n slots first; and the keys and slots of those n do not depend on what follows.
+ * Which waiting builds a QUEUE statement reads: all of them (null), or for a pass only the first n
+ * of each project (`by` project: projects have a limit) or of each tenant (no project limit),
+ * where n is the installation's free slots, the only ones the pass could take. A build past them
+ * has n builds of its own project, or tenant, before it: their keys are lower, they fit wherever
+ * it would, and so they fill the n slots first; and the keys and slots of those n do not depend
+ * on what follows. Needs the installation's limit.
  */
 export interface QueueScope {
-  readonly first: number;
   readonly by: 'tenant' | 'project';
 }
+
+/** The three limits as a statement reads them: its parameters, or literals (`literalsOf`). */
+export interface LimitsSql {
+  /** The tenants' default limit ($1), the projects' ($2), the installation's ($3); int or NULL. */
+  readonly tenant: string;
+  readonly project: string;
+  readonly installation: string;
+}
+
+/** $1, $2, $3: the parameters `parametersOf` answers. */
+const PARAMETERS: LimitsSql = { tenant: '$1::int', project: '$2::int', installation: '$3::int' };
+
+/**
+ * The limits as SQL literals, for statements sent without parameters: several in one round trip
+ * (AdmissionStore.admit). Each is an integer the configuration validated, or NULL.
+ */
+export function literalsOf(limits: AdmissionLimits): LimitsSql {
+  const literal = (name: string, value: number | undefined): string => {
+    if (value === undefined) return 'NULL::int';
+    if (!Number.isSafeInteger(value)) throw new Error(`admission limit ${name} is not an integer`);
+    return `${value}::int`;
+  };
+  return {
+    tenant: literal('tenantMaxRunning', limits.tenantMaxRunning),
+    project: literal('projectMaxRunning', limits.projectMaxRunning),
+    installation: literal('maxRunning', limits.maxRunning),
+  };
+}
+
+/** The installation's free slots now (0 when full; NULL without an installation limit). */
+const freeSlotsOf = (limits: LimitsSql) =>
+  `greatest(0, ${limits.installation} - (SELECT count(*)::int FROM build_admissions
+                                           WHERE admitted_at IS NOT NULL AND released_at IS NULL))`;
 
 /**
  * The waiting builds in the order admission takes them, with their position and what holds them
@@ -53,28 +87,30 @@ export interface QueueScope {
  * (tenant_slot, counting only builds whose project fits) stay within their limits. Held builds
  * follow, ordered by the same key without limits.
  *
- * $1: the tenants' default limit, $2: the projects' limit (null: none).
+ * `limits`: the tenants' default limit, the projects' and the installation's (null: none), by
+ * default the statement's $1, $2 and $3.
  */
-export const queueOf = (scope: QueueScope | null) => `
+export const queueOf = (scope: QueueScope | null, limits: LimitsSql = PARAMETERS) => `
   running AS (
     SELECT tenant_id, project_id, count(*)::int AS n
       FROM build_admissions
      WHERE admitted_at IS NOT NULL AND released_at IS NULL
      GROUP BY tenant_id, project_id
   ),
-  waiting AS (
+  -- Scoped: a few per group, joined to the running counts once, not once per group.
+  waiting AS ${scope === null ? '' : 'MATERIALIZED '}(
     ${
       scope === null
         ? `SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
             WHERE a.admitted_at IS NULL AND a.released_at IS NULL`
         : `SELECT w.build_id, w.tenant_id, w.project_id, w.seq
-             FROM (${waitingGroups(scope.by)}) g
+             FROM (${waitingGroups(scope.by, freeSlotsOf(limits))}) g
             CROSS JOIN LATERAL (
               SELECT a.build_id, a.tenant_id, a.project_id, a.seq FROM build_admissions a
                WHERE a.tenant_id = g.tenant_id
                  ${scope.by === 'project' ? 'AND a.project_id = g.project_id' : ''}
                  AND a.admitted_at IS NULL AND a.released_at IS NULL
-               ORDER BY a.seq LIMIT ${Math.trunc(scope.first)}) w`
+               ORDER BY a.seq LIMIT ${freeSlotsOf(limits)}) w`
     }
   ),
   queue AS (
@@ -87,18 +123,19 @@ export const queueOf = (scope: QueueScope | null) => `
   ),
   tenants AS MATERIALIZED (
     SELECT q.tenant_id,
-           coalesce((SELECT sum(r.n) FROM running r WHERE r.tenant_id = q.tenant_id), 0)::int
-             AS running,
+           coalesce(r.n, 0)::int AS running,
            coalesce(s.weight, 1) AS weight,
-           coalesce(s.max_running, $1::int) AS max_running,
+           coalesce(s.max_running, ${limits.tenant}) AS max_running,
            (SELECT max(l.admitted_at) FROM build_admissions l
              WHERE l.tenant_id = q.tenant_id AND l.admitted_at IS NOT NULL) AS last_admitted_at
       FROM (SELECT DISTINCT tenant_id FROM queue) q
+      LEFT JOIN (SELECT tenant_id, sum(n) AS n FROM running GROUP BY tenant_id) r
+             ON r.tenant_id = q.tenant_id
       LEFT JOIN tenant_admission_settings s ON s.tenant_id = q.tenant_id
   ),
   fits AS (
     SELECT q.*, t.running, t.weight, t.max_running, t.last_admitted_at,
-           ($2::int IS NULL OR q.project_slot <= $2::int) AS project_fits
+           (${limits.project} IS NULL OR q.project_slot <= ${limits.project}) AS project_fits
       FROM queue q JOIN tenants t ON t.tenant_id = q.tenant_id
   ),
   slots AS (
@@ -127,8 +164,8 @@ export const queueOf = (scope: QueueScope | null) => `
       FROM held h
   ),
   free AS MATERIALIZED (
-    -- Slots the installation has free ($3; null: no limit, and so is this).
-    SELECT $3::int - coalesce(sum(n), 0)::int AS slots FROM running
+    -- Slots the installation has free (null: no limit, and so is this).
+    SELECT ${limits.installation} - coalesce(sum(n), 0)::int AS slots FROM running
   )`;
 
 /** The whole queue: every waiting build's place. */
@@ -149,18 +186,44 @@ export const SWEEP = `
     FROM builds b
    WHERE b.id = a.build_id AND a.released_at IS NULL AND b.status <> 'in_progress'`;
 
-/** Admits every waiting build, first started first: admission when nothing is limited. */
+/**
+ * Admits every waiting build, first started first: admission when nothing is limited. Admits
+ * nothing once a tenant has a limit of its own (`admitOf` orders the queue then).
+ */
 export const ADMIT_ALL = `
   WITH admitted AS (
     UPDATE build_admissions a
        SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
       FROM build_admissions b
      WHERE b.build_id = a.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
     RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, a.seq,
               b.reason AS before
   )
   SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
     FROM admitted ORDER BY seq`;
+
+/**
+ * Admits by fair share what the limits allow (QUEUE, or `scope` of it): the admissible builds
+ * the installation's free slots take, in the order taken, each with the reason it waited for.
+ */
+export const admitOf = (scope: QueueScope | null, limits: LimitsSql) => `
+  WITH ${queueOf(scope, limits)},
+  chosen AS MATERIALIZED (
+    SELECT p.build_id, p.position, b.reason AS before FROM places p
+      CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id
+     WHERE p.held_by IS NULL AND (free.slots IS NULL OR p.position <= free.slots)
+  ),
+  admitted AS (
+    UPDATE build_admissions a
+       SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
+      FROM chosen c
+     WHERE a.build_id = c.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
+    RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position,
+              c.before
+  )
+  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
+    FROM admitted ORDER BY position`;
 
 /** $1, $2, $3 of a QUEUE statement: the tenants' default limit, the projects', the installation's. */
 export function parametersOf(
