@@ -167,7 +167,7 @@ export class BuildsController {
   @ApiOperation({
     summary: 'Start a queued build',
     description:
-      'Moves a `queued` build to `in_progress` and hands it to the runner (`build:create`); it runs once admitted (the installation, tenant and project limits on running builds), and `queue` says where it stands meanwhile. 409 when the build is not queued; 429 also when the tenant already has KILN_TENANT_MAX_QUEUED builds waiting to run; 503 when the runner cannot be reached (the build stays queued).',
+      'Moves a `queued` build to `in_progress` and hands it to the runner (`build:create`); it runs once admitted (the installation, tenant and project limits on running builds), and `queue` says where it stands meanwhile (in this answer when the runner is local; with Kubernetes the operator enqueues it after this answer, and GET /builds/{id}/status tells). 409 when the build is not queued; 429 also when the tenant already has KILN_TENANT_MAX_QUEUED builds waiting to run; 503 when the runner cannot be reached (the build stays queued).',
   })
   @ApiErrors(
     200,
@@ -182,7 +182,8 @@ export class BuildsController {
     @CurrentTenant() tenant: TenantContext,
     @Param('id', UuidParamPipe) id: string,
   ): Promise<BuildDto> {
-    return this.withQueue(await this.builds.start(tenant, id));
+    const build = await this.builds.start(tenant, id);
+    return toBuildResponse(build, await this.builds.startedQueue(build));
   }
 
   @Post(':id/cancel')

@@ -209,6 +209,16 @@ export class BuildsService {
     return { build, medianDurationMs, queue: queues.get(build.id) };
   }
 
+  /**
+   * What a build this process has just started waits for, read only where the runner recorded it
+   * with admission before the start returned (the local runner); a Kubernetes build is recorded
+   * by the operator after the answer: its status tells.
+   */
+  async startedQueue(build: BuildEntity): Promise<QueueView | undefined> {
+    if (!this.runner.admitsOnStart) return undefined;
+    return (await this.queues([build])).get(build.id);
+  }
+
   /** What each started build of `builds` waits for, if it waits (the `queue` of its answer). */
   queues(builds: readonly BuildEntity[]): Promise<Map<string, QueueView>> {
     return this.admission.queueOf(builds.filter((build) => build.status === 'in_progress'));

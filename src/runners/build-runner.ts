@@ -24,6 +24,13 @@ export type RunnableBuild = Readonly<
  * changed there: the API answers 503 and takes its own change back.
  */
 export abstract class BuildRunner {
+  /**
+   * Whether `start` records the build with admission in this process before it returns (the
+   * local runner): then the start's answer can say where the build waits. The operator records a
+   * Kubernetes build when it reconciles it, after the answer: no read could find it yet.
+   */
+  readonly admitsOnStart: boolean = false;
+
   /** Nothing to prepare by default: the local runner needs only the record. */
   create(_build: RunnableBuild): Promise<void> {
     return Promise.resolve();

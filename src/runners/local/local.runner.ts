@@ -71,6 +71,8 @@ export class LocalRunner
   extends BuildRunner
   implements OnApplicationBootstrap, OnApplicationShutdown
 {
+  /** `start` enqueues the build before it returns. */
+  override readonly admitsOnStart = true;
   private readonly runs = new Map<string, BuildRun>();
   /** Builds of this process waiting to be admitted, and what ends each wait. */
   private readonly waits = new Map<string, (end: WaitEnd) => void>();
