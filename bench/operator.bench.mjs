@@ -12,7 +12,8 @@
 // `node bench/operator.bench.mjs [jobs] [logs] [rss]` runs some sections (after `make build`).
 // Sizes: OPBENCH_BUILDS (1000), OPBENCH_CACHED_BUILDS (10000), OPBENCH_PODS (50),
 // OPBENCH_LINES_PER_SECOND (2000), OPBENCH_WINDOW_SECONDS (15). OPBENCH_CPU_PROFILE=dir makes
-// each kiln process write a V8 CPU profile into dir when it stops.
+// each kiln process write a V8 CPU profile into dir when it stops. OPBENCH_KILN_ENV='{"KILN_…":
+// "…"}' adds settings to every kiln process's environment (to see what one setting changes).
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -29,6 +30,17 @@ import { startKilnProcess, startPostgres } from './support/kiln-process.mjs';
 import { averageBytes, makeLines } from './support/log-lines.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
 import { delay, int, nowMs, percentile, ratio, verdict } from './support/stats.mjs';
+
+/** OPBENCH_KILN_ENV: a JSON object of KILN_* settings for every kiln process ({} unset). */
+function kilnEnvFromCaller() {
+  const raw = process.env.OPBENCH_KILN_ENV;
+  if (raw === undefined || raw.trim() === '') return {};
+  const env = JSON.parse(raw);
+  for (const [name, value] of Object.entries(env))
+    if (!name.startsWith('KILN_') || typeof value !== 'string')
+      throw new Error(`OPBENCH_KILN_ENV: ${name} must be a KILN_ setting with a string value`);
+  return env;
+}
 
 function size(name, fallback) {
   const raw = process.env[name];
@@ -167,6 +179,7 @@ class Bench {
       KILN_RATE_LIMIT_WRITES: '1000000',
       KILN_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
       KILN_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+      ...kilnEnvFromCaller(),
     });
     const stopProcess = kiln.stop;
     kiln.stop = this.closers.add(() => stopProcess());
