@@ -451,7 +451,10 @@ describe('the operator under faults', () => {
       });
     // What a mesh sidecar's readiness gate and a probe annotating the pod would write: a status
     // condition flapping and an annotation, once a second each, while the build runs.
+    // Paced by the clock, not by a sleep after each pair: on a loaded machine the writes
+    // themselves take time, and a second each must still make about 60 over the 60 s build.
     let writes = 0;
+    const began = Date.now();
     while ((await ground.record(id)).status === 'in_progress' && writes < 70) {
       const seen = String(writes++);
       const annotated = await patch(pod, {
@@ -464,7 +467,7 @@ describe('the operator under faults', () => {
       });
       if (ground.podOf(id)?.status?.phase !== 'Running') break;
       expect([annotated.status, gated.status]).toEqual([200, 200]);
-      await sleep(1_000);
+      await sleep(Math.max(0, began + writes * 1_000 - Date.now()));
     }
 
     const build = await ground.ended(id, 90_000);
