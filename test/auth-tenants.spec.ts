@@ -82,7 +82,16 @@ describe('GET /api/v1/auth/tenants', () => {
           id: seeded.tenantB,
           name: 'tenant-b',
           role: 'admin',
-          permissions: ['build:create', 'build:list', 'build:read', 'build:delete', 'build:cancel'],
+          permissions: [
+            'build:create',
+            'build:list',
+            'build:read',
+            'build:delete',
+            'build:cancel',
+            'member:manage',
+            'project:manage',
+            'settings:manage',
+          ],
         },
       ],
     });

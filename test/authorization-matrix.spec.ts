@@ -1,7 +1,15 @@
 import { isUserPermission, type Permission, type Role } from '../src/auth/permissions.js';
 import { listRoutes } from '../src/auth/route-inventory.js';
 import { BuildRunner } from '../src/runners/build-runner.js';
-import { craftToken, type Seeded, seedTenancy, tokenFor, validClaims } from './support/auth.js';
+import { TenancyService } from '../src/auth/tenancy.service.js';
+import {
+  craftToken,
+  PASSWORD,
+  type Seeded,
+  seedTenancy,
+  tokenFor,
+  validClaims,
+} from './support/auth.js';
 import { ApiClient } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -40,17 +48,41 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   'GET /api/v1/builds/:id/sbom': { permission: 'build:read', success: 404, build: 'in_progress' },
   'GET /api/v1/builds/:id/scan': { permission: 'build:read', success: 404, build: 'in_progress' },
   'GET /api/v1/projects': { permission: 'build:list', success: 200, build: 'none' },
+  // The admin API (docs/adr/0043-admin-api.md). POST /members re-sends a member's own role (200,
+  // nothing changes); the routes with an id of their own name a missing one, so an allowed caller
+  // gets past the guard to the route's own 404 (test/admin-api.spec.ts has their successes).
+  'POST /api/v1/projects': { permission: 'project:manage', success: 201, build: 'none' },
+  'GET /api/v1/projects/:id': { permission: 'build:list', success: 404, build: 'none' },
+  'PATCH /api/v1/projects/:id': { permission: 'project:manage', success: 404, build: 'none' },
+  'DELETE /api/v1/projects/:id': { permission: 'project:manage', success: 404, build: 'none' },
+  'GET /api/v1/members': { permission: 'member:manage', success: 200, build: 'none' },
+  'POST /api/v1/members': { permission: 'member:manage', success: 200, build: 'none' },
+  'DELETE /api/v1/members/:userId': { permission: 'member:manage', success: 404, build: 'none' },
+  'POST /api/v1/tenants': { permission: 'system:admin', success: 201, build: 'none' },
+  'GET /api/v1/tenants': { permission: 'system:admin', success: 200, build: 'none' },
+  'PATCH /api/v1/tenants/:id': { permission: 'system:admin', success: 404, build: 'none' },
+  'DELETE /api/v1/tenants/:id': { permission: 'system:admin', success: 404, build: 'none' },
 };
 
 // What each role of tenant A is expected to hold; written out here rather than read from
 // src/auth/permissions.ts so that a change to the role map shows up as failing cells.
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  admin: ['build:create', 'build:list', 'build:read', 'build:delete', 'build:cancel'],
+  admin: [
+    'build:create',
+    'build:list',
+    'build:read',
+    'build:delete',
+    'build:cancel',
+    'member:manage',
+    'project:manage',
+    'settings:manage',
+  ],
   developer: ['build:create', 'build:list', 'build:read', 'build:cancel'],
   viewer: ['build:list', 'build:read'],
 };
 
-type Pov = 'anonymous' | 'forged admin token' | Role | 'outsider' | 'tenant B admin';
+type Pov =
+  'anonymous' | 'forged admin token' | Role | 'outsider' | 'tenant B admin' | 'system admin';
 
 interface Cell {
   readonly name: string;
@@ -75,7 +107,10 @@ const CELLS: readonly Cell[] = Object.entries(ROUTES).flatMap(([route, row]) => 
       GRANTS[role].includes(row.permission) ? row.success : 403,
     ]),
     ['outsider', 403],
-    ...(route.includes(':id') ? [['tenant B admin', 404] as [Pov, number]] : []),
+    // An installation administrator who is a member of no tenant: the installation's routes, and
+    // no tenant's (a tenant role is never implied).
+    ['system admin', row.permission === 'system:admin' ? row.success : 403],
+    ...(row.build !== 'none' ? [['tenant B admin', 404] as [Pov, number]] : []),
   ];
   return povs.map(([pov, expected]) => ({
     name: `${route} as ${pov} → ${expected}`,
@@ -87,6 +122,24 @@ const CELLS: readonly Cell[] = Object.entries(ROUTES).flatMap(([route, row]) => 
 });
 
 const MISSING = '6f1c6a52-7a7d-4d0b-9d55-5b0c2f6f0a11';
+
+/** The body each route that takes one is sent with (`n` makes names unique). */
+function bodyOf(route: string, projectA: string, n: number): unknown {
+  switch (route) {
+    case 'POST /api/v1/builds':
+      return { project_id: projectA, git_branch: `matrix-${n}` };
+    case 'POST /api/v1/members':
+      return { email: 'viewer@example.com', role: 'viewer' };
+    case 'POST /api/v1/tenants':
+    case 'PATCH /api/v1/tenants/:id':
+      return { name: `matrix-tenant-${n}` };
+    case 'POST /api/v1/projects':
+    case 'PATCH /api/v1/projects/:id':
+      return { name: `matrix-project-${n}` };
+    default:
+      return undefined;
+  }
+}
 
 interface Reply {
   readonly status: number;
@@ -108,6 +161,8 @@ describe('authorization matrix', () => {
     const { users, tenantA, tenantB } = seeded;
     const bearer = async (email: string) => `Bearer ${await tokenFor(kiln.baseUrl, email)}`;
     const adminToken = await bearer(users.admin.email);
+    const root = await kiln.app.get(TenancyService).createUser('root@example.com', PASSWORD);
+    await kiln.app.get(TenancyService).setSystemAdmin(root.email, true);
     headersOf = {
       anonymous: { 'x-tenant-id': tenantA },
       'forged admin token': {
@@ -119,6 +174,7 @@ describe('authorization matrix', () => {
       viewer: { authorization: await bearer(users.viewer.email), 'x-tenant-id': tenantA },
       outsider: { authorization: await bearer(users.outsider.email), 'x-tenant-id': tenantA },
       'tenant B admin': { authorization: await bearer(users.adminB.email), 'x-tenant-id': tenantB },
+      'system admin': { authorization: await bearer(root.email), 'x-tenant-id': tenantA },
     };
     admin = new ApiClient(kiln, adminToken.slice('Bearer '.length), tenantA);
   });
@@ -151,11 +207,9 @@ describe('authorization matrix', () => {
   /** Sends a cell's request; `id` fills :id (tenant A's build, or a missing one). */
   async function send(cell: Cell, id: string | undefined): Promise<Reply> {
     const [method, pattern] = cell.route.split(' ') as [string, string];
-    const path = id === undefined ? pattern : pattern.replace(':id', id);
-    const body =
-      cell.route === 'POST /api/v1/builds'
-        ? JSON.stringify({ project_id: seeded.projectA, git_branch: `matrix-${++branches}` })
-        : undefined;
+    const path = pattern.replace(':id', id ?? MISSING).replace(':userId', MISSING);
+    const json = bodyOf(cell.route, seeded.projectA, ++branches);
+    const body = json === undefined ? undefined : JSON.stringify(json);
     const response = await fetch(`${kiln.baseUrl}${path}`, {
       method,
       headers: {

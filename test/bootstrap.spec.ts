@@ -53,6 +53,14 @@ describe('first start with KILN_BOOTSTRAP_ADMIN_*', () => {
         expect.objectContaining({ id: logged!['project_id'], name: 'default' }),
       ]);
       expect(random.status).toBe(403);
+      // The bootstrap admin administers the installation: it can list every tenant.
+      const tenants = await fetch(`${first.baseUrl}/api/v1/tenants`, {
+        headers: { authorization: `Bearer ${access_token}` },
+      });
+      expect(tenants.status).toBe(200);
+      expect((await jsonOf(tenants)).tenants).toEqual([
+        expect.objectContaining({ id: logged!['tenant_id'], name: 'default' }),
+      ]);
     } finally {
       await first.close();
     }

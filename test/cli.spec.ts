@@ -133,6 +133,50 @@ describe('the kiln admin CLI', () => {
     }
   });
 
+  it('makes a user an installation administrator and takes it back, which a running API sees at once', async () => {
+    json(
+      ['user', 'create', '--email', 'ops@acme.io', '--password-stdin'],
+      'a long enough password\n',
+    );
+    // A long access cache: only the change notification can make the running API see the change.
+    const app = await startTestApp({ database, env: { KILN_ACCESS_CACHE_TTL_MS: '600000' } });
+    audit.kilnOrigin(app.baseUrl);
+    try {
+      const { access_token } = await jsonOf(
+        await login(app.baseUrl, 'ops@acme.io', 'a long enough password'),
+      );
+      const listTenants = async () =>
+        (
+          await fetch(`${app.baseUrl}/api/v1/tenants`, {
+            headers: { authorization: `Bearer ${access_token}` },
+          })
+        ).status;
+      const until = async (status: number) => {
+        const deadline = Date.now() + 20_000;
+        let seen = await listTenants();
+        while (seen !== status && Date.now() < deadline) {
+          await new Promise((done) => setTimeout(done, 50));
+          seen = await listTenants();
+        }
+        return seen;
+      };
+      expect(await listTenants()).toBe(403);
+
+      expect(json(['user', 'system-admin', '--email', 'ops@acme.io'])).toMatchObject({
+        email: 'ops@acme.io',
+        system_admin: true,
+      });
+      expect(await until(200)).toBe(200);
+
+      expect(json(['user', 'system-admin', '--email', 'ops@acme.io', '--off'])).toMatchObject({
+        system_admin: false,
+      });
+      expect(await until(403)).toBe(403);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('prints human-readable output by default', () => {
     json(['tenant', 'create', 'text-co']);
     json(['project', 'create', '--tenant', 'text-co', '--name', 'site']);

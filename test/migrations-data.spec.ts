@@ -2,6 +2,7 @@ import pg from 'pg';
 import { BuildSpec1764288000000 } from '../src/database/migrations/1764288000000-build-spec.js';
 import { BuildLogCounters1764374400000 } from '../src/database/migrations/1764374400000-build-log-counters.js';
 import { UrlCredentials1765152000000 } from '../src/database/migrations/1765152000000-url-credentials.js';
+import { SystemAdmin1765497600000 } from '../src/database/migrations/1765497600000-system-admin.js';
 import { hearingMigrationNotes } from '../src/database/migrations/notes.js';
 import { referenceSpec } from './support/build-specs.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
@@ -305,5 +306,57 @@ describe('the migration that strips credentials from stored URLs', () => {
       { table: 'builds', count: 1, build_ids: [buildId] },
     ]);
     expect(JSON.stringify(notes)).not.toContain(secret);
+  });
+});
+
+describe('the migration that adds installation administrators', () => {
+  let database: TestDatabase;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    await new SystemAdmin1765497600000().down(runnerOf(client));
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await database.drop();
+  });
+
+  it('makes the first user created an installation administrator, and only it', async () => {
+    const insert = (email: string, createdAt: string) =>
+      client.query(`INSERT INTO users (email, password_hash, created_at) VALUES ($1, 'x', $2)`, [
+        email,
+        createdAt,
+      ]);
+    await insert('later@example.com', '2026-02-01T00:00:00Z');
+    await insert('first@example.com', '2026-01-01T00:00:00Z');
+    await insert('last@example.com', '2026-03-01T00:00:00Z');
+
+    await new SystemAdmin1765497600000().up(runnerOf(client));
+
+    const { rows } = await client.query('SELECT email, system_admin FROM users ORDER BY email');
+    expect(rows).toEqual([
+      { email: 'first@example.com', system_admin: true },
+      { email: 'last@example.com', system_admin: false },
+      { email: 'later@example.com', system_admin: false },
+    ]);
+  });
+
+  it('announces a change of the flag to every replica, and not a change of password', async () => {
+    await client.query('LISTEN kiln_access');
+    const heard: string[] = [];
+    client.on('notification', (message) => heard.push(message.payload ?? ''));
+    const { rows } = await client.query<{ id: string }>(
+      "SELECT id FROM users WHERE email = 'last@example.com'",
+    );
+
+    await client.query("UPDATE users SET password_hash = 'y' WHERE id = $1", [rows[0]!.id]);
+    await client.query('UPDATE users SET system_admin = true WHERE id = $1', [rows[0]!.id]);
+    await client.query('SELECT 1');
+
+    expect(heard).toEqual([rows[0]!.id]);
   });
 });

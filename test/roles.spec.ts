@@ -34,12 +34,14 @@ function compositionOf(app: INestApplicationContext): Composition {
 }
 
 const API_CONTROLLERS = [
+  'AdminTenantsController',
   'ArtifactUploadsController',
   'ArtifactsController',
   'AuthController',
   'BuildsController',
   'HealthController',
   'LogsController',
+  'MembersController',
   'ProjectsController',
   'TenantsController',
 ];

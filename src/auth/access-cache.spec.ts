@@ -14,7 +14,7 @@ class ScriptedMemberships {
   readonly reads: string[] = [];
   private held: Array<() => void> = [];
   hold = false;
-  answer: UserAccess = { role: 'viewer' };
+  answer: UserAccess = { role: 'viewer', systemAdmin: false };
 
   accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
     this.reads.push(`${userId}|${tenantId ?? ''}`);
@@ -65,7 +65,10 @@ describe(AccessCache.name, () => {
 
     const answers = [await cache.accessOf(USER, TENANT), await cache.accessOf(USER, TENANT)];
 
-    expect(answers).toEqual([{ role: 'viewer' }, { role: 'viewer' }]);
+    expect(answers).toEqual([
+      { role: 'viewer', systemAdmin: false },
+      { role: 'viewer', systemAdmin: false },
+    ]);
     expect(memberships.reads).toEqual([`${USER}|${TENANT}`]);
   });
 
@@ -109,11 +112,11 @@ describe(AccessCache.name, () => {
   it('invalidates synchronously on a change this process announces', async () => {
     const cache = cacheWith(60_000);
     await cache.accessOf(USER, TENANT);
-    memberships.answer = { role: null };
+    memberships.answer = { role: null, systemAdmin: false };
 
     changes.changed(USER);
 
-    expect(await cache.accessOf(USER, TENANT)).toEqual({ role: null });
+    expect(await cache.accessOf(USER, TENANT)).toEqual({ role: null, systemAdmin: false });
   });
 
   it('uses an answer read while its user was invalidated for that call only', async () => {

@@ -4,15 +4,16 @@ import { AuthGuard as PassportAuthGuard } from '@nestjs/passport';
 import type { Request } from 'express';
 import { ForbiddenError, UnauthorizedError } from '../common/errors.js';
 import { Authorizer } from './authorizer.js';
-import { isUserPermission, type Permission } from './permissions.js';
+import { isSystemPermission, isUserPermission, type Permission } from './permissions.js';
 import { PERMISSION_KEY, PUBLIC_KEY } from './require-permission.decorator.js';
 import type { AuthenticatedUser, KilnRequest } from './tenant-context.js';
 
 /**
  * The global guard. In order: a route must be @Public or declare a permission (default deny);
  * a valid bearer token (verified by ApiRateLimitMiddleware on /api/v1, else passport-jwt's
- * JwtStrategy) whose user still exists and is enabled (401); then, unless the permission is a
- * user permission (the caller's own account: no tenant, X-Tenant-ID ignored),
+ * JwtStrategy) whose user still exists and is enabled (401); for a system permission, an
+ * installation administrator (403); then, unless the permission is a user or a system permission
+ * (no tenant, X-Tenant-ID ignored),
  * an X-Tenant-ID that is a non-nil UUID (400); membership of that tenant (403); the route's
  * permission in the member's role (403). Rate limits are counted before it, by
  * ApiRateLimitMiddleware.
@@ -42,6 +43,8 @@ export class AuthGuard extends PassportAuthGuard('jwt') {
     if (request.user === undefined) await super.canActivate(context);
     const { userId } = request.user!;
     if (isUserPermission(permission)) await this.authorizer.authorizeUser(userId);
+    else if (isSystemPermission(permission))
+      await this.authorizer.authorizeSystem(userId, permission);
     else
       request.tenant = await this.authorizer.authorize(
         userId,

@@ -6,6 +6,7 @@ import { PassportModule } from '@nestjs/passport';
 import { KilnConfig } from '../config/config.js';
 import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { AccessCache } from './access-cache.js';
+import { AdminTenantsController } from './admin-tenants.controller.js';
 import { ApiRateLimitMiddleware } from './api-rate-limit.middleware.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
@@ -15,6 +16,7 @@ import { resolveSecretSource } from '../secrets/secret-source.js';
 import { JWT_ALGORITHM, JWT_KEY, JWT_SECRET } from './jwt.constants.js';
 import { JwtStrategy } from './jwt.strategy.js';
 import { LoginThrottleRepository } from './login-throttle.repository.js';
+import { MembersController } from './members.controller.js';
 import { TenancyModule } from './tenancy.module.js';
 import { TenantsController } from './tenants.controller.js';
 import { TokenService } from './token.service.js';
@@ -37,7 +39,7 @@ const keyProvider = {
  */
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
-  controllers: [AuthController, TenantsController],
+  controllers: [AuthController, TenantsController, AdminTenantsController, MembersController],
   exports: [Authorizer],
   providers: [
     secretProvider,

@@ -6,7 +6,7 @@ import { isUuid, NIL_UUID } from '../config/formats.js';
 import { KilnConfig } from '../config/config.js';
 import { AccessCache } from './access-cache.js';
 import { JWT_ALGORITHM, JWT_CLOCK_TOLERANCE_SECONDS } from './jwt.constants.js';
-import { permissionsOf, type TenantPermission } from './permissions.js';
+import { permissionsOf, type SystemPermission, type TenantPermission } from './permissions.js';
 import type { TenantContext } from './tenant-context.js';
 
 export interface VerifiedToken {
@@ -143,6 +143,20 @@ export class Authorizer {
   async authorizeUser(userId: string): Promise<void> {
     if ((await this.access.accessOf(userId, null)) === undefined)
       throw new UnauthorizedError(USER_GONE);
+  }
+
+  /**
+   * For a route over the whole installation (`system:admin`): the user of a verified token must
+   * still exist and be enabled (401) and be an installation administrator (403). No tenant plays
+   * a part, whatever X-Tenant-ID says.
+   */
+  async authorizeSystem(userId: string, permission: SystemPermission): Promise<void> {
+    const access = await this.access.accessOf(userId, null);
+    if (access === undefined) throw new UnauthorizedError(USER_GONE);
+    if (!access.systemAdmin)
+      throw new ForbiddenError(
+        `This route needs an installation administrator (the permission ${permission})`,
+      );
   }
 }
 

@@ -13,7 +13,7 @@ export class BootstrapRepository {
 
   /**
    * In one transaction, and only while no user exists: a `default` tenant, the admin user as its
-   * admin, and a `default` project. Replicas starting together serialise on an advisory lock.
+   * admin and as an installation administrator (`system:admin`), and a `default` project. Replicas starting together serialise on an advisory lock.
    */
   bootstrapAdmin(email: string, passwordHash: string): Promise<BootstrapResult | undefined> {
     return this.dataSource.transaction(async (manager) => {
@@ -27,7 +27,8 @@ export class BootstrapRepository {
          ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id`,
       );
       const [user] = await manager.query<Array<{ id: string }>>(
-        'INSERT INTO users (email, password_hash) VALUES ($1, $2) RETURNING id',
+        `INSERT INTO users (email, password_hash, system_admin) VALUES ($1, $2, true)
+         RETURNING id`,
         [email, passwordHash],
       );
       await manager.query(

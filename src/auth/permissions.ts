@@ -1,6 +1,7 @@
 /**
- * The spec's permission names (section 5): checked in the tenant X-Tenant-ID names, through the
- * caller's role there.
+ * Permissions checked in the tenant X-Tenant-ID names, through the caller's role there: the
+ * spec's (section 5), then the admin API's (docs/adr/0043-admin-api.md): a tenant's members, its
+ * projects, its settings (git credentials, secret manager, registries, admission).
  */
 export const TENANT_PERMISSIONS = [
   'build:create',
@@ -8,6 +9,9 @@ export const TENANT_PERMISSIONS = [
   'build:read',
   'build:delete',
   'build:cancel',
+  'member:manage',
+  'project:manage',
+  'settings:manage',
 ] as const;
 export type TenantPermission = (typeof TENANT_PERMISSIONS)[number];
 
@@ -18,8 +22,15 @@ export type TenantPermission = (typeof TENANT_PERMISSIONS)[number];
 export const USER_PERMISSIONS = ['tenant:list'] as const;
 export type UserPermission = (typeof USER_PERMISSIONS)[number];
 
+/**
+ * Permissions over the whole installation (tenants, users): held by installation administrators
+ * (a flag on the user, the bootstrap admin's), never granted through a tenant role.
+ */
+export const SYSTEM_PERMISSIONS = ['system:admin'] as const;
+export type SystemPermission = (typeof SYSTEM_PERMISSIONS)[number];
+
 /** What a route declares: every API route declares exactly one. */
-export type Permission = TenantPermission | UserPermission;
+export type Permission = TenantPermission | UserPermission | SystemPermission;
 
 export const ROLES = ['admin', 'developer', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
@@ -27,6 +38,7 @@ export type Role = (typeof ROLES)[number];
 /** The one place roles become permissions. */
 const ROLE_PERMISSIONS: Readonly<Record<Role, readonly TenantPermission[]>> = {
   admin: TENANT_PERMISSIONS,
+  // Builds only: who belongs to the tenant, its projects and its settings are the admin's.
   developer: ['build:create', 'build:list', 'build:read', 'build:cancel'],
   viewer: ['build:list', 'build:read'],
 };
@@ -38,6 +50,11 @@ export function permissionsOf(role: Role): readonly TenantPermission[] {
 /** Whether a route's permission is checked without a tenant (see USER_PERMISSIONS). */
 export function isUserPermission(permission: Permission): permission is UserPermission {
   return (USER_PERMISSIONS as readonly string[]).includes(permission);
+}
+
+/** Whether a route's permission is an installation administrator's (see SYSTEM_PERMISSIONS). */
+export function isSystemPermission(permission: Permission): permission is SystemPermission {
+  return (SYSTEM_PERMISSIONS as readonly string[]).includes(permission);
 }
 
 export function isRole(value: string): value is Role {

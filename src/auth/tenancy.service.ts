@@ -1,23 +1,49 @@
 import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { InvalidRequestError, NotFoundError } from '../common/errors.js';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig, MIN_PASSWORD_LENGTH } from '../config/config.js';
 import { AccessChanges } from './access-changes.js';
 import { BootstrapRepository } from './bootstrap.repository.js';
 import type { MembershipEntity } from './membership.entity.js';
-import { type MemberTenant, MembershipsRepository } from './memberships.repository.js';
+import {
+  type MembershipChange,
+  type MemberTenant,
+  MembershipsRepository,
+  type TenantMember,
+} from './memberships.repository.js';
 import { MAX_PASSWORD_LENGTH, PasswordHasher } from './password-hasher.js';
-import { isRole } from './permissions.js';
+import { isRole, type Role } from './permissions.js';
 import type { TenantEntity } from './tenant.entity.js';
 import { TenantsRepository } from './tenants.repository.js';
 import type { UserEntity } from './user.entity.js';
 import { UsersRepository } from './users.repository.js';
 import { EMAIL_PATTERN, isUuid } from '../config/formats.js';
 
+/** A tenant's name, trimmed: 1 to 100 characters (400 otherwise). */
+function tenantName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length < 1 || trimmed.length > 100) {
+    throw new InvalidRequestError('Tenant name must be 1 to 100 characters', {
+      name: 'length 1-100',
+    });
+  }
+  return trimmed;
+}
+
+/** A role name, or the 400 to answer. */
+function roleOf(role: string): Role {
+  if (!isRole(role)) {
+    throw new InvalidRequestError('Role must be admin, developer or viewer', {
+      role: 'admin|developer|viewer',
+    });
+  }
+  return role;
+}
+
 /**
- * Tenants, users and memberships: what the admin CLI and the first-start bootstrap do, and the
- * signed-in user's own tenants (GET /api/v1/auth/tenants).
+ * Tenants, users and memberships: what the admin API (docs/adr/0043-admin-api.md), the admin CLI
+ * and the first-start bootstrap do, and the signed-in user's own tenants.
  */
 @Injectable()
 export class TenancyService implements OnApplicationBootstrap {
@@ -33,13 +59,76 @@ export class TenancyService implements OnApplicationBootstrap {
   ) {}
 
   async createTenant(name: string): Promise<TenantEntity> {
-    const trimmed = name.trim();
-    if (trimmed.length < 1 || trimmed.length > 100) {
-      throw new InvalidRequestError('Tenant name must be 1 to 100 characters', {
-        name: 'length 1-100',
-      });
-    }
+    const trimmed = tenantName(name);
+    if ((await this.tenants.findByName(trimmed)) !== undefined)
+      throw new ConflictError(`A tenant named ${trimmed} exists already`, { name: 'taken' });
     return this.tenants.create(trimmed);
+  }
+
+  /**
+   * A new tenant with its first admin: the user with `adminEmail`, else the user who creates it
+   * (an installation administrator, who can then add others and leave).
+   */
+  async createTenantFor(
+    name: string,
+    creatorId: string,
+    adminEmail: string | undefined,
+  ): Promise<TenantEntity> {
+    const trimmed = tenantName(name);
+    const adminId = adminEmail === undefined ? creatorId : (await this.userByEmail(adminEmail)).id;
+    if ((await this.tenants.findByName(trimmed)) !== undefined)
+      throw new ConflictError(`A tenant named ${trimmed} exists already`, { name: 'taken' });
+    const tenant = await this.tenants.createWithAdmin(trimmed, adminId);
+    this.changes.changed(adminId);
+    return tenant;
+  }
+
+  /** One page of every tenant (installation administrators), ordered by name. */
+  listTenants(page: number, limit: number): Promise<{ tenants: TenantEntity[]; total: number }> {
+    return this.tenants.page((page - 1) * limit, limit);
+  }
+
+  async renameTenant(id: string, name: string): Promise<TenantEntity> {
+    const trimmed = tenantName(name);
+    const other = await this.tenants.findByName(trimmed);
+    if (other !== undefined && other.id !== id)
+      throw new ConflictError(`A tenant named ${trimmed} exists already`, { name: 'taken' });
+    const renamed = await this.tenants.rename(id, trimmed);
+    if (renamed === undefined) throw new NotFoundError(`No tenant ${id}`);
+    return renamed;
+  }
+
+  /** Deletes a tenant that has no build left (409 otherwise: its builds are deleted first). */
+  async deleteTenant(id: string): Promise<void> {
+    const outcome = await this.tenants.delete(id);
+    if (outcome === 'missing') throw new NotFoundError(`No tenant ${id}`);
+    if (outcome === 'has-builds')
+      throw new ConflictError(
+        'The tenant still has builds: delete them first (DELETE /api/v1/builds/{id}), so that their logs and what the runner keeps for them go too',
+      );
+  }
+
+  /** The tenant's members, ordered by e-mail. */
+  membersOf(tenantId: string): Promise<TenantMember[]> {
+    return this.memberships.membersOf(tenantId);
+  }
+
+  /**
+   * Adds the user with `email` to the tenant with `role`, or changes its role. Refused (409) when
+   * it would leave the tenant without an admin.
+   */
+  async setMember(tenantId: string, email: string, role: string): Promise<TenantMember> {
+    const checked = roleOf(role);
+    const user = await this.userByEmail(email);
+    this.applied(await this.memberships.change(tenantId, user.id, checked), user.id);
+    const member = (await this.memberships.membersOf(tenantId)).find((m) => m.userId === user.id);
+    if (member === undefined) throw new NotFoundError(`${user.email} is not a member`);
+    return member;
+  }
+
+  /** Takes a user out of the tenant, unless it is the tenant's last admin (409). */
+  async removeMemberById(tenantId: string, userId: string): Promise<void> {
+    this.applied(await this.memberships.change(tenantId, userId, null), userId);
   }
 
   async createUser(email: string, password: string): Promise<UserEntity> {
@@ -59,14 +148,10 @@ export class TenancyService implements OnApplicationBootstrap {
   }
 
   async addMember(tenantRef: string, email: string, role: string): Promise<MembershipEntity> {
-    if (!isRole(role)) {
-      throw new InvalidRequestError('Role must be admin, developer or viewer', {
-        role: 'admin|developer|viewer',
-      });
-    }
+    roleOf(role);
     const tenant = await this.resolveTenant(tenantRef);
     const user = await this.userByEmail(email);
-    const membership = await this.memberships.upsert(tenant.id, user.id, role);
+    const membership = await this.memberships.upsert(tenant.id, user.id, roleOf(role));
     this.changes.changed(user.id);
     return membership;
   }
@@ -83,6 +168,35 @@ export class TenancyService implements OnApplicationBootstrap {
   /** The tenants the user is a member of, with its role in each, ordered by name. */
   tenantsOf(userId: string): Promise<MemberTenant[]> {
     return this.memberships.tenantsOf(userId);
+  }
+
+  /**
+   * Makes the user an installation administrator (`system:admin`), or takes it back: the
+   * database-direct emergency access of the admin CLI (`kiln user system-admin`).
+   */
+  async setSystemAdmin(email: string, systemAdmin: boolean): Promise<UserEntity> {
+    const user = await this.userByEmail(email);
+    await this.users.setSystemAdmin(user.id, systemAdmin);
+    this.changes.changed(user.id);
+    return { ...user, systemAdmin };
+  }
+
+  /** Announces a change of membership, or throws what refused it. */
+  private applied(change: MembershipChange, userId: string): void {
+    switch (change.kind) {
+      case 'no-tenant':
+        throw new NotFoundError('No such tenant');
+      case 'not-a-member':
+        throw new NotFoundError('The user is not a member of this tenant');
+      case 'last-admin':
+        throw new ConflictError(
+          "This is the tenant's last admin: make another member admin first, so that someone can still manage the tenant",
+        );
+      case 'unchanged':
+        return;
+      default:
+        this.changes.changed(userId);
+    }
   }
 
   private async userByEmail(email: string): Promise<UserEntity> {

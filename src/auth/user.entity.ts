@@ -22,6 +22,10 @@ export class UserEntity {
   @Column('boolean', { default: false })
   disabled!: boolean;
 
+  /** An installation administrator (`system:admin`): never a tenant role. */
+  @Column('boolean', { name: 'system_admin', default: false })
+  systemAdmin!: boolean;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 

@@ -22,6 +22,12 @@ export class UsersRepository {
     await this.users.update({ id }, { passwordHash });
   }
 
+  /** Sets whether the user administers the installation; false when no such user. */
+  async setSystemAdmin(id: string, systemAdmin: boolean): Promise<boolean> {
+    const result = await this.users.update({ id }, { systemAdmin });
+    return (result.affected ?? 0) > 0;
+  }
+
   count(): Promise<number> {
     return this.users.count();
   }

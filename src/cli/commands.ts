@@ -77,6 +77,15 @@ async function userCreate({ flags, services }: CommandInput): Promise<CommandOut
   };
 }
 
+async function userSystemAdmin({ flags, services }: CommandInput): Promise<CommandOutput> {
+  const off = flags['off'] === true;
+  const user = await services.tenancy.setSystemAdmin(required(flags, 'email'), !off);
+  return {
+    text: `${user.email} ${off ? 'is no longer' : 'is now'} an installation administrator (system:admin)`,
+    json: { id: user.id, email: user.email, system_admin: user.systemAdmin },
+  };
+}
+
 async function memberAdd({ flags, services }: CommandInput): Promise<CommandOutput> {
   const membership = await services.tenancy.addMember(
     required(flags, 'tenant'),
@@ -239,6 +248,7 @@ const COMMANDS: ReadonlyMap<string, CommandHandler> = new Map([
   ['tenant create', tenantCreate],
   ['tenant admission', tenantAdmission],
   ['user create', userCreate],
+  ['user system-admin', userSystemAdmin],
   ['member add', memberAdd],
   ['member remove', memberRemove],
   ['project create', projectCreate],

@@ -26,6 +26,9 @@ Commands:
                                                    share of build slots and its own limit on
                                                    running builds (docs/admission.md).
   user create --email <e-mail> --password-stdin    Create a user; the password is read from stdin.
+  user system-admin --email <e-mail> [--off]       Make a user an installation administrator
+                                                   (system:admin: every tenant, every user), or
+                                                   take it back: emergency access.
   member add --tenant <id|name> --email <e-mail> --role <admin|developer|viewer>
                                                    Add a user to a tenant, or change their role.
   member remove --tenant <id|name> --email <e-mail>
@@ -80,6 +83,7 @@ async function main(argv: string[]): Promise<number> {
       username: { type: 'string' },
       password: { type: 'string' },
       clear: { type: 'boolean' },
+      off: { type: 'boolean' },
       weight: { type: 'string' },
       'max-running': { type: 'string' },
     },

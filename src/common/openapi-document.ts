@@ -20,6 +20,11 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
       'and the SBOM and scan results their steps stored.',
   ],
   ['logs', 'Log lines of a build: pages over HTTP and a live WebSocket stream.'],
+  [
+    'admin',
+    "Tenants (installation administrators, system:admin) and a tenant's members (its admins, " +
+      'member:manage).',
+  ],
 ];
 
 /**

@@ -4,6 +4,11 @@ import { registerDecorator, type ValidationOptions } from 'class-validator';
 /** Largest PostgreSQL `integer` (int4): the bound of integer query parameters that reach SQL. */
 export const MAX_INT4 = 2_147_483_647;
 
+/** Highest page number of a paged list: (page - 1) * limit stays an exact integer and a valid SQL OFFSET. */
+export const MAX_PAGE = MAX_INT4;
+/** Most items a page of a list holds. */
+export const MAX_PAGE_SIZE = 100;
+
 const DECIMAL_DIGITS = /^[0-9]+$/;
 
 /** A plain object whose values are all strings (build args, environment). */

@@ -1,8 +1,15 @@
-import { Controller, Get } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
-import { ProjectListResponse, ProjectsService, toProjectResponse } from './projects.service.js';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ProjectListResponse,
+  ProjectResponse,
+  ProjectsService,
+  toProjectResponse,
+} from './projects.service.js';
+import { ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { UuidParamPipe } from '../common/uuid-param.pipe.js';
+import { CreateProjectDto, UpdateProjectDto } from './project.dto.js';
 import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
 
 @ApiTags('projects')
@@ -26,5 +33,91 @@ export class ProjectsController {
   )
   async list(@CurrentTenant() tenant: TenantContext): Promise<ProjectListResponse> {
     return { projects: (await this.projects.list(tenant.tenantId)).map(toProjectResponse) };
+  }
+
+  @Post()
+  @RequirePermission('project:manage')
+  @ApiOperation({
+    summary: 'Create a project',
+    description:
+      'A project of the tenant in X-Tenant-ID (`project:manage`): its repository (no credentials in the URL) and the registry builds that name none push to.',
+  })
+  @ApiErrors(
+    201,
+    { type: ProjectResponse, description: 'The project' },
+    [400, 401, 403, 409, 429],
+    {
+      409: 'The tenant has a project of that name',
+    },
+  )
+  async create(
+    @CurrentTenant() tenant: TenantContext,
+    @Body() body: CreateProjectDto,
+  ): Promise<ProjectResponse> {
+    return toProjectResponse(
+      await this.projects.create(
+        tenant.tenantId,
+        body.name,
+        body.git_repository_url,
+        body.default_registry,
+      ),
+    );
+  }
+
+  @Get(':id')
+  @RequirePermission('build:list')
+  @ApiOperation({ summary: 'Get a project', description: '`build:list`, like the list.' })
+  @ApiErrors(200, { type: ProjectResponse, description: 'The project' }, [400, 401, 403, 404, 429])
+  async get(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<ProjectResponse> {
+    return toProjectResponse(await this.projects.get(tenant.tenantId, id));
+  }
+
+  @Patch(':id')
+  @RequirePermission('project:manage')
+  @ApiOperation({
+    summary: 'Change a project',
+    description:
+      'Changes what the body names (`project:manage`); null removes the repository or the default registry. Builds created before keep the spec they were created with.',
+  })
+  @ApiErrors(
+    200,
+    { type: ProjectResponse, description: 'The project' },
+    [400, 401, 403, 404, 409, 429],
+    { 409: 'Another project of the tenant has that name' },
+  )
+  async update(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+    @Body() body: UpdateProjectDto,
+  ): Promise<ProjectResponse> {
+    return toProjectResponse(
+      await this.projects.update(tenant.tenantId, id, {
+        name: body.name,
+        gitRepositoryUrl: body.git_repository_url,
+        defaultRegistry: body.default_registry,
+      }),
+    );
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @RequirePermission('project:manage')
+  @ApiOperation({
+    summary: 'Delete a project that has no build',
+    description:
+      'Deletes the project (`project:manage`). 409 while it has builds: delete them first, so that their logs and runner resources go through the delete of each build.',
+  })
+  @ApiNoContentResponse({ description: 'Deleted' })
+  @ApiErrors(undefined, undefined, [400, 401, 403, 404, 409, 429], {
+    409: 'The project still has builds',
+  })
+  async remove(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<void> {
+    await this.projects.remove(tenant.tenantId, id);
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { InvalidRequestError, NotFoundError } from '../common/errors.js';
+import { ConflictError, InvalidRequestError, NotFoundError } from '../common/errors.js';
 import {
   carriesCredentials,
   credentialsInUrlProblem,
@@ -46,6 +46,36 @@ export function toProjectResponse(project: ProjectEntity): ProjectResponse {
   };
 }
 
+/** What PATCH /projects/{id} changes: absent keeps, null removes (repository, registry). */
+export interface ProjectChange {
+  readonly name?: string;
+  readonly gitRepositoryUrl?: string | null;
+  readonly defaultRegistry?: string | null;
+}
+
+/** The given fields checked (the name trimmed), or the 400 naming every bad one. */
+function checkedFields(fields: {
+  name?: string;
+  gitRepositoryUrl?: string;
+  defaultRegistry?: string;
+}): { name?: string } {
+  const { name, gitRepositoryUrl, defaultRegistry } = fields;
+  const trimmed = name?.trim();
+  const details: Record<string, string> = {};
+  if (trimmed !== undefined && (trimmed.length < 1 || trimmed.length > 100))
+    details['name'] = 'length 1-100';
+  if (gitRepositoryUrl !== undefined && !GIT_URL.test(gitRepositoryUrl)) {
+    details['git_repository_url'] = 'an https://, ssh://, git:// or user@host:path URL';
+  } else if (gitRepositoryUrl !== undefined && carriesCredentials(gitRepositoryUrl)) {
+    details['git_repository_url'] = credentialsInUrlProblem(GIT_CREDENTIALS_WAY);
+  }
+  if (defaultRegistry !== undefined && !REGISTRY.test(defaultRegistry)) {
+    details['default_registry'] = 'host[:port][/path], e.g. registry.example.com/team';
+  }
+  if (Object.keys(details).length > 0) throw new InvalidRequestError('Invalid project', details);
+  return trimmed === undefined ? {} : { name: trimmed };
+}
+
 @Injectable()
 export class ProjectsService {
   constructor(private readonly projects: ProjectsRepository) {}
@@ -56,24 +86,63 @@ export class ProjectsService {
     gitRepositoryUrl?: string,
     defaultRegistry?: string,
   ): Promise<ProjectEntity> {
-    const trimmed = name.trim();
-    const details: Record<string, string> = {};
-    if (trimmed.length < 1 || trimmed.length > 100) details['name'] = 'length 1-100';
-    if (gitRepositoryUrl !== undefined && !GIT_URL.test(gitRepositoryUrl)) {
-      details['git_repository_url'] = 'an https://, ssh://, git:// or user@host:path URL';
-    } else if (gitRepositoryUrl !== undefined && carriesCredentials(gitRepositoryUrl)) {
-      details['git_repository_url'] = credentialsInUrlProblem(GIT_CREDENTIALS_WAY);
-    }
-    if (defaultRegistry !== undefined && !REGISTRY.test(defaultRegistry)) {
-      details['default_registry'] = 'host[:port][/path], e.g. registry.example.com/team';
-    }
-    if (Object.keys(details).length > 0) throw new InvalidRequestError('Invalid project', details);
+    const fields = checkedFields({ name, gitRepositoryUrl, defaultRegistry });
+    const trimmed = fields.name!;
+    if ((await this.projects.findByName(tenantId, trimmed)) !== undefined)
+      throw new ConflictError(`The tenant has a project named ${trimmed} already`, {
+        name: 'taken',
+      });
     return this.projects.create(
       tenantId,
       trimmed,
       gitRepositoryUrl ?? null,
       defaultRegistry ?? null,
     );
+  }
+
+  /** One project of the tenant (404 for a missing one or another tenant's). */
+  async get(tenantId: string, id: string): Promise<ProjectEntity> {
+    const project = await this.projects.findInTenant(tenantId, id);
+    if (project === undefined) throw new NotFoundError(`No project ${id}`);
+    return project;
+  }
+
+  /**
+   * Changes what is given: the name, the repository or the default registry (null removes
+   * either). Builds already created keep the spec they were created with.
+   */
+  async update(tenantId: string, id: string, change: ProjectChange): Promise<ProjectEntity> {
+    const fields = checkedFields({
+      name: change.name,
+      gitRepositoryUrl: change.gitRepositoryUrl ?? undefined,
+      defaultRegistry: change.defaultRegistry ?? undefined,
+    });
+    if (fields.name !== undefined) {
+      const other = await this.projects.findByName(tenantId, fields.name);
+      if (other !== undefined && other.id !== id)
+        throw new ConflictError(`The tenant has a project named ${fields.name} already`, {
+          name: 'taken',
+        });
+    }
+    const updated = await this.projects.update(tenantId, id, {
+      ...(fields.name === undefined ? {} : { name: fields.name }),
+      ...(change.gitRepositoryUrl === undefined
+        ? {}
+        : { gitRepositoryUrl: change.gitRepositoryUrl }),
+      ...(change.defaultRegistry === undefined ? {} : { defaultRegistry: change.defaultRegistry }),
+    });
+    if (updated === undefined) throw new NotFoundError(`No project ${id}`);
+    return updated;
+  }
+
+  /** Deletes a project that has no build (409 otherwise: its builds are deleted first). */
+  async remove(tenantId: string, id: string): Promise<void> {
+    const outcome = await this.projects.delete(tenantId, id);
+    if (outcome === 'missing') throw new NotFoundError(`No project ${id}`);
+    if (outcome === 'has-builds')
+      throw new ConflictError(
+        'The project still has builds: delete them first (DELETE /api/v1/builds/{id}), so that their logs and what the runner keeps for them go too',
+      );
   }
 
   /**

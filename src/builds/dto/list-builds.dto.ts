@@ -1,12 +1,10 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
-import { MAX_INT4, QueryInteger } from '../../common/validators.js';
+import { MAX_PAGE, MAX_PAGE_SIZE, QueryInteger } from '../../common/validators.js';
 import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
 import { BUILD_SORT_KEYS, type BuildSortKey } from '../../lifecycle/builds.repository.js';
 
-/** Highest page number: (page - 1) * limit stays an exact integer and a valid SQL OFFSET. */
-export const MAX_PAGE = MAX_INT4;
-export const MAX_PAGE_SIZE = 100;
+export { MAX_PAGE, MAX_PAGE_SIZE };
 
 export class ListBuildsQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE, default: 1 })

@@ -1,0 +1,97 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsEmail, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { MAX_PAGE, MAX_PAGE_SIZE, QueryInteger } from '../../common/validators.js';
+import { type Role, ROLES } from '../permissions.js';
+
+/** PATCH /tenants/{id}. */
+export class TenantNameDto {
+  @ApiProperty({ minLength: 1, maxLength: 100, description: 'Unique across the installation' })
+  @IsString()
+  @MaxLength(200)
+  name!: string;
+}
+
+/** POST /tenants. */
+export class CreateTenantDto extends TenantNameDto {
+  @ApiPropertyOptional({
+    description:
+      "The e-mail of an existing user who becomes the tenant's first admin; by default the caller",
+  })
+  @IsOptional()
+  @IsString()
+  @IsEmail()
+  @MaxLength(320)
+  admin_email?: string;
+}
+
+export class TenantDto {
+  @ApiProperty({ format: 'uuid', description: 'The value to send as X-Tenant-ID' })
+  id!: string;
+
+  @ApiProperty()
+  name!: string;
+
+  @ApiProperty({ format: 'date-time' })
+  created_at!: string;
+}
+
+export class ListTenantsQueryDto {
+  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE, default: 1 })
+  @IsOptional()
+  @QueryInteger(1, MAX_PAGE)
+  page: number = 1;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })
+  @IsOptional()
+  @QueryInteger(1, MAX_PAGE_SIZE)
+  limit: number = 20;
+}
+
+export class TenantListDto {
+  @ApiProperty({ type: [TenantDto], description: 'Ordered by name' })
+  tenants!: TenantDto[];
+
+  @ApiProperty()
+  total!: number;
+
+  @ApiProperty()
+  page!: number;
+
+  @ApiProperty()
+  limit!: number;
+}
+
+/** POST /members: a user of the installation, by e-mail, and its role in the tenant. */
+export class SetMemberDto {
+  @ApiProperty({ description: 'The e-mail of an existing user' })
+  @IsString()
+  @IsEmail()
+  @MaxLength(320)
+  email!: string;
+
+  @ApiProperty({ enum: ROLES })
+  @IsIn(ROLES)
+  role!: Role;
+}
+
+export class MemberDto {
+  @ApiProperty({ format: 'uuid' })
+  user_id!: string;
+
+  @ApiProperty()
+  email!: string;
+
+  @ApiProperty({ enum: ROLES })
+  role!: Role;
+
+  @ApiProperty({ description: 'A disabled user cannot sign in or use its tokens' })
+  disabled!: boolean;
+
+  @ApiProperty({ format: 'date-time', description: 'When it became a member' })
+  member_since!: string;
+}
+
+export class MemberListDto {
+  @ApiProperty({ type: [MemberDto], description: 'Ordered by e-mail' })
+  members!: MemberDto[];
+}
