@@ -1,5 +1,5 @@
 import { TenancyService } from '../src/auth/tenancy.service.js';
-import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
+import { login, PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -467,6 +467,114 @@ describe('admin API: tenants and members', () => {
         );
       expect(JSON.stringify(replies)).not.toContain('u:p@');
       expect(await projects()).toEqual(before);
+    });
+  });
+
+  describe('users (system:admin)', () => {
+    const root = 'root@example.com';
+
+    it('creates a user who can sign in, without ever answering its password', async () => {
+      const created = await call(root, 'POST', '/users', {
+        body: { email: 'New.Person@Example.com', password: 'a long enough password' },
+      });
+
+      expect(created.status).toBe(201);
+      expect(created.body).toEqual({
+        id: expect.any(String),
+        email: 'new.person@example.com',
+        disabled: false,
+        system_admin: false,
+        created_at: expect.any(String),
+      });
+      expect(JSON.stringify(created.body)).not.toContain('a long enough password');
+      const signedIn = await login(
+        kiln.baseUrl,
+        'new.person@example.com',
+        'a long enough password',
+      );
+      expect(signedIn.status).toBe(200);
+      const listed = await call(root, 'GET', '/users?limit=100');
+      expect(listed.body.users).toContainEqual(created.body);
+      expect(listed.body.total).toBe(listed.body.users.length);
+    });
+
+    it('disables a user, whose next request is 401, and enables it again', async () => {
+      const email = await newUser();
+      expect((await call(email, 'GET', '/auth/tenants')).status).toBe(200);
+      const { id } = (await call(root, 'GET', '/users?limit=100')).body.users.find(
+        (u: { email: string }) => u.email === email,
+      );
+
+      const disabled = await call(root, 'PATCH', `/users/${id}`, { body: { disabled: true } });
+
+      expect(disabled.body.disabled).toBe(true);
+      expect((await call(email, 'GET', '/auth/tenants')).status).toBe(401);
+      await call(root, 'PATCH', `/users/${id}`, { body: { disabled: false } });
+      expect((await call(email, 'GET', '/auth/tenants')).status).toBe(200);
+    });
+
+    it('never leaves the installation without an enabled administrator', async () => {
+      const { users } = (await call(root, 'GET', '/users?limit=100')).body;
+      const rootId = users.find((u: { email: string }) => u.email === root).id;
+      expect(users.filter((u: any) => u.system_admin && !u.disabled)).toHaveLength(1);
+      const before = await snapshot();
+
+      const replies = [
+        await call(root, 'PATCH', `/users/${rootId}`, { body: { disabled: true } }),
+        await call(root, 'PATCH', `/users/${rootId}`, { body: { system_admin: false } }),
+      ];
+
+      expect(replies.map((r) => r.status)).toEqual([409, 409]);
+      expect(replies[0]!.body.error).toMatch(/last enabled installation administrator/);
+      expect(await snapshot()).toEqual(before);
+
+      // With a second administrator, the first may step down, and be made one again.
+      const second = await newUser();
+      const secondId = (await call(root, 'GET', '/users?limit=100')).body.users.find(
+        (u: { email: string }) => u.email === second,
+      ).id;
+      expect(
+        (await call(root, 'PATCH', `/users/${secondId}`, { body: { system_admin: true } })).status,
+      ).toBe(200);
+      expect(
+        (await call(root, 'PATCH', `/users/${rootId}`, { body: { system_admin: false } })).status,
+      ).toBe(200);
+      expect((await call(root, 'GET', '/users')).status).toBe(403);
+      expect(
+        (await call(second, 'PATCH', `/users/${rootId}`, { body: { system_admin: true } })).status,
+      ).toBe(200);
+      expect(
+        (await call(root, 'PATCH', `/users/${secondId}`, { body: { system_admin: false } })).status,
+      ).toBe(200);
+    });
+
+    it('refuses bad input with the Error body and changes nothing', async () => {
+      const before = await snapshot();
+      const cases: Array<[string, string, unknown]> = [
+        ['POST', '/users', { email: 'admin@example.com', password: 'a long enough password' }],
+        ['POST', '/users', { email: 'short@example.com', password: 'short' }],
+        ['POST', '/users', { email: 'not an e-mail', password: 'a long enough password' }],
+        [
+          'POST',
+          '/users',
+          { email: 'x@example.com', password: 'a long enough password', system_admin: true },
+        ],
+        ['PATCH', `/users/${seeded.users.viewer.id}`, { disabled: 'yes' }],
+        ['PATCH', `/users/${seeded.users.viewer.id}`, { email: 'stolen@example.com' }],
+        ['PATCH', '/users/6f1c6a52-7a7d-4d0b-9d55-5b0c2f6f0a11', { disabled: true }],
+      ];
+
+      const replies = [];
+      for (const [method, path, body] of cases)
+        replies.push(await call(root, method, path, { body }));
+
+      expect(replies.map((r) => r.status)).toEqual([409, 400, 400, 400, 400, 400, 404]);
+      for (const reply of replies)
+        expect(reply.body).toEqual(
+          expect.objectContaining({ code: expect.any(String), error: expect.any(String) }),
+        );
+      expect(JSON.stringify(replies)).not.toContain('a long enough password');
+      expect(await snapshot()).toEqual(before);
     });
   });
 });

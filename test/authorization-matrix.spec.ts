@@ -62,6 +62,9 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   'GET /api/v1/tenants': { permission: 'system:admin', success: 200, build: 'none' },
   'PATCH /api/v1/tenants/:id': { permission: 'system:admin', success: 404, build: 'none' },
   'DELETE /api/v1/tenants/:id': { permission: 'system:admin', success: 404, build: 'none' },
+  'POST /api/v1/users': { permission: 'system:admin', success: 201, build: 'none' },
+  'GET /api/v1/users': { permission: 'system:admin', success: 200, build: 'none' },
+  'PATCH /api/v1/users/:id': { permission: 'system:admin', success: 404, build: 'none' },
 };
 
 // What each role of tenant A is expected to hold; written out here rather than read from
@@ -133,6 +136,10 @@ function bodyOf(route: string, projectA: string, n: number): unknown {
     case 'POST /api/v1/tenants':
     case 'PATCH /api/v1/tenants/:id':
       return { name: `matrix-tenant-${n}` };
+    case 'POST /api/v1/users':
+      return { email: `matrix-user-${n}@example.com`, password: 'a long enough password' };
+    case 'PATCH /api/v1/users/:id':
+      return { disabled: false };
     case 'POST /api/v1/projects':
     case 'PATCH /api/v1/projects/:id':
       return { name: `matrix-project-${n}` };

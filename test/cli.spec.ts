@@ -145,12 +145,18 @@ describe('the kiln admin CLI', () => {
       const { access_token } = await jsonOf(
         await login(app.baseUrl, 'ops@acme.io', 'a long enough password'),
       );
-      const listTenants = async () =>
-        (
-          await fetch(`${app.baseUrl}/api/v1/tenants`, {
+      // The CLI runs with spawnSync, which holds this process: a kept-alive socket the server
+      // closed meanwhile fails the next request once (ECONNRESET); the poll asks again.
+      const listTenants = async () => {
+        try {
+          const response = await fetch(`${app.baseUrl}/api/v1/tenants`, {
             headers: { authorization: `Bearer ${access_token}` },
-          })
-        ).status;
+          });
+          return response.status;
+        } catch {
+          return 0;
+        }
+      };
       const until = async (status: number) => {
         const deadline = Date.now() + 20_000;
         let seen = await listTenants();

@@ -35,6 +35,7 @@ function compositionOf(app: INestApplicationContext): Composition {
 
 const API_CONTROLLERS = [
   'AdminTenantsController',
+  'AdminUsersController',
   'ArtifactUploadsController',
   'ArtifactsController',
   'AuthController',

@@ -7,6 +7,7 @@ import { KilnConfig } from '../config/config.js';
 import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { AccessCache } from './access-cache.js';
 import { AdminTenantsController } from './admin-tenants.controller.js';
+import { AdminUsersController } from './admin-users.controller.js';
 import { ApiRateLimitMiddleware } from './api-rate-limit.middleware.js';
 import { AuthController } from './auth.controller.js';
 import { AuthGuard } from './auth.guard.js';
@@ -39,7 +40,13 @@ const keyProvider = {
  */
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
-  controllers: [AuthController, TenantsController, AdminTenantsController, MembersController],
+  controllers: [
+    AuthController,
+    TenantsController,
+    AdminTenantsController,
+    AdminUsersController,
+    MembersController,
+  ],
   exports: [Authorizer],
   providers: [
     secretProvider,

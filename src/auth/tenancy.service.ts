@@ -61,7 +61,7 @@ export class TenancyService implements OnApplicationBootstrap {
   async createTenant(name: string): Promise<TenantEntity> {
     const trimmed = tenantName(name);
     if ((await this.tenants.findByName(trimmed)) !== undefined)
-      throw new ConflictError(`A tenant named ${trimmed} exists already`, { name: 'taken' });
+      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
     return this.tenants.create(trimmed);
   }
 
@@ -77,7 +77,7 @@ export class TenancyService implements OnApplicationBootstrap {
     const trimmed = tenantName(name);
     const adminId = adminEmail === undefined ? creatorId : (await this.userByEmail(adminEmail)).id;
     if ((await this.tenants.findByName(trimmed)) !== undefined)
-      throw new ConflictError(`A tenant named ${trimmed} exists already`, { name: 'taken' });
+      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
     const tenant = await this.tenants.createWithAdmin(trimmed, adminId);
     this.changes.changed(adminId);
     return tenant;
@@ -92,7 +92,7 @@ export class TenancyService implements OnApplicationBootstrap {
     const trimmed = tenantName(name);
     const other = await this.tenants.findByName(trimmed);
     if (other !== undefined && other.id !== id)
-      throw new ConflictError(`A tenant named ${trimmed} exists already`, { name: 'taken' });
+      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
     const renamed = await this.tenants.rename(id, trimmed);
     if (renamed === undefined) throw new NotFoundError(`No tenant ${id}`);
     return renamed;
@@ -144,7 +144,35 @@ export class TenancyService implements OnApplicationBootstrap {
         { password: `length ${MIN_PASSWORD_LENGTH}-${MAX_PASSWORD_LENGTH}` },
       );
     }
+    if ((await this.users.findByEmail(normalised)) !== undefined)
+      throw new ConflictError(`A user with e-mail ${normalised} already exists`, {
+        email: 'taken',
+      });
     return this.users.create(normalised, await this.hasher.hash(password));
+  }
+
+  /** One page of every user (installation administrators), by e-mail. */
+  listUsers(page: number, limit: number): Promise<{ users: UserEntity[]; total: number }> {
+    return this.users.page((page - 1) * limit, limit);
+  }
+
+  /**
+   * Disables or enables a user, or makes it an installation administrator or not. A disabled
+   * user's next request is 401 on every replica. Refused (409) when no enabled installation
+   * administrator would be left.
+   */
+  async changeUser(
+    id: string,
+    change: { disabled?: boolean; systemAdmin?: boolean },
+  ): Promise<UserEntity> {
+    const outcome = await this.users.change(id, change);
+    if (outcome === 'missing') throw new NotFoundError(`No user ${id}`);
+    if (outcome === 'last-admin')
+      throw new ConflictError(
+        'This is the last enabled installation administrator: make another user one first, so that someone can still manage the installation',
+      );
+    this.changes.changed(id);
+    return outcome;
   }
 
   async addMember(tenantRef: string, email: string, role: string): Promise<MembershipEntity> {

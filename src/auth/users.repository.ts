@@ -22,6 +22,48 @@ export class UsersRepository {
     await this.users.update({ id }, { passwordHash });
   }
 
+  /** One page of every user, by e-mail, and how many there are. */
+  async page(offset: number, limit: number): Promise<{ users: UserEntity[]; total: number }> {
+    const [users, total] = await this.users.findAndCount({
+      order: { email: 'ASC' },
+      skip: offset,
+      take: limit,
+    });
+    return { users, total };
+  }
+
+  async findById(id: string): Promise<UserEntity | undefined> {
+    return (await this.users.findOneBy({ id })) ?? undefined;
+  }
+
+  /**
+   * Disables or enables the user, or sets whether it administers the installation, unless that
+   * would leave no enabled installation administrator: someone must always be able to manage the
+   * installation over HTTP. One transaction holding every administrator's row, so two changes
+   * at once cannot together remove the last one.
+   */
+  change(
+    id: string,
+    change: { disabled?: boolean; systemAdmin?: boolean },
+  ): Promise<UserEntity | 'missing' | 'last-admin'> {
+    return this.users.manager.transaction(async (manager) => {
+      const admins = await manager.query<Array<{ id: string }>>(
+        'SELECT id FROM users WHERE system_admin AND NOT disabled ORDER BY id FOR UPDATE',
+      );
+      const user = await manager.findOneBy(UserEntity, { id });
+      if (user === null) return 'missing';
+      const after = {
+        disabled: change.disabled ?? user.disabled,
+        systemAdmin: change.systemAdmin ?? user.systemAdmin,
+      };
+      const wasAdmin = admins.some((admin) => admin.id === id);
+      const staysAdmin = after.systemAdmin && !after.disabled;
+      if (wasAdmin && !staysAdmin && admins.length === 1) return 'last-admin';
+      await manager.update(UserEntity, { id }, after);
+      return { ...user, ...after };
+    });
+  }
+
   /** Sets whether the user administers the installation; false when no such user. */
   async setSystemAdmin(id: string, systemAdmin: boolean): Promise<boolean> {
     const result = await this.users.update({ id }, { systemAdmin });

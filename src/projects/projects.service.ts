@@ -89,7 +89,7 @@ export class ProjectsService {
     const fields = checkedFields({ name, gitRepositoryUrl, defaultRegistry });
     const trimmed = fields.name!;
     if ((await this.projects.findByName(tenantId, trimmed)) !== undefined)
-      throw new ConflictError(`The tenant has a project named ${trimmed} already`, {
+      throw new ConflictError(`A project named ${trimmed} already exists in the tenant`, {
         name: 'taken',
       });
     return this.projects.create(
@@ -120,7 +120,7 @@ export class ProjectsService {
     if (fields.name !== undefined) {
       const other = await this.projects.findByName(tenantId, fields.name);
       if (other !== undefined && other.id !== id)
-        throw new ConflictError(`The tenant has a project named ${fields.name} already`, {
+        throw new ConflictError(`A project named ${fields.name} already exists in the tenant`, {
           name: 'taken',
         });
     }

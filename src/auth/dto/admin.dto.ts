@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEmail, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsBoolean, IsEmail, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { MAX_PAGE, MAX_PAGE_SIZE, QueryInteger } from '../../common/validators.js';
 import { type Role, ROLES } from '../permissions.js';
 
@@ -35,6 +35,7 @@ export class TenantDto {
   created_at!: string;
 }
 
+/** ?page&limit of GET /tenants and GET /users. */
 export class ListTenantsQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE, default: 1 })
   @IsOptional()
@@ -94,4 +95,62 @@ export class MemberDto {
 export class MemberListDto {
   @ApiProperty({ type: [MemberDto], description: 'Ordered by e-mail' })
   members!: MemberDto[];
+}
+
+/** POST /users. */
+export class CreateUserDto {
+  @ApiProperty({ description: 'Stored lower-cased; unique' })
+  @IsString()
+  @IsEmail()
+  @MaxLength(320)
+  email!: string;
+
+  @ApiProperty({ minLength: 12, maxLength: 1024, description: 'Never shown again, never logged' })
+  @IsString()
+  @MaxLength(4096)
+  password!: string;
+}
+
+/** PATCH /users/{id}: what is sent changes. */
+export class UpdateUserDto {
+  @ApiPropertyOptional({ description: 'A disabled user cannot sign in; its tokens stop working' })
+  @IsOptional()
+  @IsBoolean()
+  disabled?: boolean;
+
+  @ApiPropertyOptional({ description: 'An installation administrator (system:admin)' })
+  @IsOptional()
+  @IsBoolean()
+  system_admin?: boolean;
+}
+
+export class UserDto {
+  @ApiProperty({ format: 'uuid' })
+  id!: string;
+
+  @ApiProperty()
+  email!: string;
+
+  @ApiProperty()
+  disabled!: boolean;
+
+  @ApiProperty({ description: 'An installation administrator (system:admin)' })
+  system_admin!: boolean;
+
+  @ApiProperty({ format: 'date-time' })
+  created_at!: string;
+}
+
+export class UserListDto {
+  @ApiProperty({ type: [UserDto], description: 'Ordered by e-mail' })
+  users!: UserDto[];
+
+  @ApiProperty()
+  total!: number;
+
+  @ApiProperty()
+  page!: number;
+
+  @ApiProperty()
+  limit!: number;
 }
