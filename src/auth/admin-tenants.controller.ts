@@ -1,14 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ACCESS_TOKEN_SCHEME, ApiErrors } from '../common/openapi.js';
+import { PageQueryDto } from '../common/page-query.dto.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
-import {
-  CreateTenantDto,
-  ListTenantsQueryDto,
-  TenantDto,
-  TenantListDto,
-  TenantNameDto,
-} from './dto/admin.dto.js';
+import { CreateTenantDto, TenantDto, TenantListDto, TenantNameDto } from './dto/admin.dto.js';
 import { RequirePermission } from './require-permission.decorator.js';
 import { TenancyService } from './tenancy.service.js';
 import { type AuthenticatedUser, CurrentUser } from './tenant-context.js';
@@ -55,7 +50,7 @@ export class AdminTenantsController {
     description: 'One page of every tenant of the installation, by name (`system:admin`).',
   })
   @ApiErrors(200, { type: TenantListDto, description: 'One page of tenants' }, [400, 401, 403, 429])
-  async list(@Query() query: ListTenantsQueryDto): Promise<TenantListDto> {
+  async list(@Query() query: PageQueryDto): Promise<TenantListDto> {
     const { tenants, total } = await this.tenancy.listTenants(query.page, query.limit);
     return { tenants: tenants.map(toTenant), total, page: query.page, limit: query.limit };
   }

@@ -1,14 +1,9 @@
 import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ACCESS_TOKEN_SCHEME, ApiErrors } from '../common/openapi.js';
+import { PageQueryDto } from '../common/page-query.dto.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
-import {
-  CreateUserDto,
-  ListTenantsQueryDto,
-  UpdateUserDto,
-  UserDto,
-  UserListDto,
-} from './dto/admin.dto.js';
+import { CreateUserDto, UpdateUserDto, UserDto, UserListDto } from './dto/admin.dto.js';
 import { RequirePermission } from './require-permission.decorator.js';
 import { TenancyService } from './tenancy.service.js';
 import type { UserEntity } from './user.entity.js';
@@ -53,7 +48,7 @@ export class AdminUsersController {
     description: 'One page of every user of the installation, by e-mail (`system:admin`).',
   })
   @ApiErrors(200, { type: UserListDto, description: 'One page of users' }, [400, 401, 403, 429])
-  async list(@Query() query: ListTenantsQueryDto): Promise<UserListDto> {
+  async list(@Query() query: PageQueryDto): Promise<UserListDto> {
     const { users, total } = await this.tenancy.listUsers(query.page, query.limit);
     return { users: users.map(toUser), total, page: query.page, limit: query.limit };
   }

@@ -59,10 +59,7 @@ export class TenancyService implements OnApplicationBootstrap {
   ) {}
 
   async createTenant(name: string): Promise<TenantEntity> {
-    const trimmed = tenantName(name);
-    if ((await this.tenants.findByName(trimmed)) !== undefined)
-      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
-    return this.tenants.create(trimmed);
+    return this.tenants.create(await this.freeTenantName(name));
   }
 
   /**
@@ -74,11 +71,8 @@ export class TenancyService implements OnApplicationBootstrap {
     creatorId: string,
     adminEmail: string | undefined,
   ): Promise<TenantEntity> {
-    const trimmed = tenantName(name);
     const adminId = adminEmail === undefined ? creatorId : (await this.userByEmail(adminEmail)).id;
-    if ((await this.tenants.findByName(trimmed)) !== undefined)
-      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
-    const tenant = await this.tenants.createWithAdmin(trimmed, adminId);
+    const tenant = await this.tenants.createWithAdmin(await this.freeTenantName(name), adminId);
     this.changes.changed(adminId);
     return tenant;
   }
@@ -89,11 +83,7 @@ export class TenancyService implements OnApplicationBootstrap {
   }
 
   async renameTenant(id: string, name: string): Promise<TenantEntity> {
-    const trimmed = tenantName(name);
-    const other = await this.tenants.findByName(trimmed);
-    if (other !== undefined && other.id !== id)
-      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
-    const renamed = await this.tenants.rename(id, trimmed);
+    const renamed = await this.tenants.rename(id, await this.freeTenantName(name, id));
     if (renamed === undefined) throw new NotFoundError(`No tenant ${id}`);
     return renamed;
   }
@@ -207,6 +197,18 @@ export class TenancyService implements OnApplicationBootstrap {
     await this.users.setSystemAdmin(user.id, systemAdmin);
     this.changes.changed(user.id);
     return { ...user, systemAdmin };
+  }
+
+  /**
+   * `name` checked and trimmed, unless another tenant than `ownId` has it (409; the unique
+   * constraint still decides between two requests at once).
+   */
+  private async freeTenantName(name: string, ownId?: string): Promise<string> {
+    const trimmed = tenantName(name);
+    const other = await this.tenants.findByName(trimmed);
+    if (other !== undefined && other.id !== ownId)
+      throw new ConflictError(`A tenant named ${trimmed} already exists`, { name: 'taken' });
+    return trimmed;
   }
 
   /** Announces a change of membership, or throws what refused it. */

@@ -88,10 +88,7 @@ export class ProjectsService {
   ): Promise<ProjectEntity> {
     const fields = checkedFields({ name, gitRepositoryUrl, defaultRegistry });
     const trimmed = fields.name!;
-    if ((await this.projects.findByName(tenantId, trimmed)) !== undefined)
-      throw new ConflictError(`A project named ${trimmed} already exists in the tenant`, {
-        name: 'taken',
-      });
+    await this.nameIsFree(tenantId, trimmed);
     return this.projects.create(
       tenantId,
       trimmed,
@@ -117,13 +114,7 @@ export class ProjectsService {
       gitRepositoryUrl: change.gitRepositoryUrl ?? undefined,
       defaultRegistry: change.defaultRegistry ?? undefined,
     });
-    if (fields.name !== undefined) {
-      const other = await this.projects.findByName(tenantId, fields.name);
-      if (other !== undefined && other.id !== id)
-        throw new ConflictError(`A project named ${fields.name} already exists in the tenant`, {
-          name: 'taken',
-        });
-    }
+    if (fields.name !== undefined) await this.nameIsFree(tenantId, fields.name, id);
     const updated = await this.projects.update(tenantId, id, {
       ...(fields.name === undefined ? {} : { name: fields.name }),
       ...(change.gitRepositoryUrl === undefined
@@ -173,6 +164,18 @@ export class ProjectsService {
     if (!(await this.projects.setGitCredentials(tenantId, projectId, credentials))) {
       throw new NotFoundError(`No project ${projectId}`);
     }
+  }
+
+  /**
+   * Throws 409 when a project of the tenant other than `ownId` has `name` (the unique constraint
+   * still decides between two requests at once).
+   */
+  private async nameIsFree(tenantId: string, name: string, ownId?: string): Promise<void> {
+    const other = await this.projects.findByName(tenantId, name);
+    if (other !== undefined && other.id !== ownId)
+      throw new ConflictError(`A project named ${name} already exists in the tenant`, {
+        name: 'taken',
+      });
   }
 
   list(tenantId: string): Promise<ProjectEntity[]> {

@@ -1,6 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsEmail, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
-import { MAX_PAGE, MAX_PAGE_SIZE, QueryInteger } from '../../common/validators.js';
 import { type Role, ROLES } from '../permissions.js';
 
 /** PATCH /tenants/{id}. */
@@ -33,19 +32,6 @@ export class TenantDto {
 
   @ApiProperty({ format: 'date-time' })
   created_at!: string;
-}
-
-/** ?page&limit of GET /tenants and GET /users. */
-export class ListTenantsQueryDto {
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE, default: 1 })
-  @IsOptional()
-  @QueryInteger(1, MAX_PAGE)
-  page: number = 1;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })
-  @IsOptional()
-  @QueryInteger(1, MAX_PAGE_SIZE)
-  limit: number = 20;
 }
 
 export class TenantListDto {

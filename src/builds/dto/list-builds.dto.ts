@@ -1,22 +1,10 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
-import { MAX_PAGE, MAX_PAGE_SIZE, QueryInteger } from '../../common/validators.js';
+import { PageQueryDto } from '../../common/page-query.dto.js';
 import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
 import { BUILD_SORT_KEYS, type BuildSortKey } from '../../lifecycle/builds.repository.js';
 
-export { MAX_PAGE, MAX_PAGE_SIZE };
-
-export class ListBuildsQueryDto {
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE, default: 1 })
-  @IsOptional()
-  @QueryInteger(1, MAX_PAGE)
-  page: number = 1;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 })
-  @IsOptional()
-  @QueryInteger(1, MAX_PAGE_SIZE)
-  limit: number = 20;
-
+export class ListBuildsQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ enum: BUILD_STATUSES })
   @IsOptional()
   @IsIn(BUILD_STATUSES)
