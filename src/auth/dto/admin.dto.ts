@@ -34,11 +34,9 @@ export class TenantDto {
   created_at!: string;
 }
 
-export class TenantListDto {
-  @ApiProperty({ type: [TenantDto], description: 'Ordered by name' })
-  tenants!: TenantDto[];
-
-  @ApiProperty()
+/** Where a page of a list stands: every item's count, and the page and size asked for. */
+export class PageDto {
+  @ApiProperty({ description: 'How many there are in all' })
   total!: number;
 
   @ApiProperty()
@@ -46,6 +44,11 @@ export class TenantListDto {
 
   @ApiProperty()
   limit!: number;
+}
+
+export class TenantListDto extends PageDto {
+  @ApiProperty({ type: [TenantDto], description: 'Ordered by name' })
+  tenants!: TenantDto[];
 }
 
 /** POST /members: a user of the installation, by e-mail, and its role in the tenant. */
@@ -127,16 +130,7 @@ export class UserDto {
   created_at!: string;
 }
 
-export class UserListDto {
+export class UserListDto extends PageDto {
   @ApiProperty({ type: [UserDto], description: 'Ordered by e-mail' })
   users!: UserDto[];
-
-  @ApiProperty()
-  total!: number;
-
-  @ApiProperty()
-  page!: number;
-
-  @ApiProperty()
-  limit!: number;
 }
