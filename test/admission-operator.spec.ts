@@ -58,15 +58,13 @@ describe('admission through the operator (API server double)', () => {
     await until('two Jobs', () => (ground.jobOf(first) && ground.jobOf(second) ? true : undefined));
     const third = await ground.startedBuild();
 
-    expect(await ground.status(third)).toMatchObject({
-      status: 'in_progress',
-      progress: null,
-      queue: {
-        position: 1,
-        reason: 'InstallationLimit',
-        message: 'all 2 build slots of this installation are in use',
-      },
+    // The operator enqueues the build when it reconciles the Build, after the start's answer.
+    expect(await ground.waitingFor(third, 'InstallationLimit')).toMatchObject({
+      position: 1,
+      reason: 'InstallationLimit',
+      message: 'all 2 build slots of this installation are in use',
     });
+    expect(await ground.status(third)).toMatchObject({ status: 'in_progress', progress: null });
     await until('the Build to say it waits', () =>
       ground.resource(third)?.status?.message?.startsWith('waiting to be admitted')
         ? true
