@@ -124,6 +124,10 @@ const FLOORS = {
     may: ['artifacts', 'auth', 'common', 'config', 'lifecycle', 'manifest'],
     why: 'serves the SBOM and scan routes',
   },
+  'settings-http': {
+    may: ['admission', 'auth', 'common', 'config', 'integrations', 'manifest'],
+    why: "serves a tenant's settings (secret managers, registries, admission)",
+  },
   health: { may: ['auth', 'common', 'config', 'database'], why: 'answers the probes' },
   'console-host': { may: ['common', 'config'], why: 'serves the web console' },
   // A second entry point: it may compose what main.ts composes (not main.ts itself).

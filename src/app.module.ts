@@ -16,6 +16,7 @@ import { OperatorModule } from './operator/operator.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
 import { SecretsModule } from './secrets/secrets.module.js';
+import { SettingsHttpModule } from './settings-http/settings-http.module.js';
 import { RunnersModule } from './runners/runners.module.js';
 
 /** Path prefix of every API route (docs/api.md). Health probes live outside it. */
@@ -31,6 +32,7 @@ export const API_MODULES: ReadonlyArray<Type> = [
   BuildsModule,
   LogStreamModule,
   ArtifactsHttpModule,
+  SettingsHttpModule,
 ];
 
 export interface AppOptions {

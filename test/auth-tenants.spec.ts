@@ -47,13 +47,13 @@ describe('GET /api/v1/auth/tenants', () => {
           id: seeded.tenantA,
           name: 'tenant-a',
           role: 'viewer',
-          permissions: ['build:list', 'build:read'],
+          permissions: ['build:list', 'build:read', 'token:manage'],
         },
         {
           id: seeded.tenantB,
           name: 'tenant-b',
           role: 'developer',
-          permissions: ['build:create', 'build:list', 'build:read', 'build:cancel'],
+          permissions: ['build:create', 'build:list', 'build:read', 'build:cancel', 'token:manage'],
         },
       ],
     });
@@ -91,6 +91,7 @@ describe('GET /api/v1/auth/tenants', () => {
             'member:manage',
             'project:manage',
             'settings:manage',
+            'token:manage',
           ],
         },
       ],

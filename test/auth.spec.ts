@@ -306,11 +306,11 @@ describe('authentication and tenancy', () => {
         userId: seeded.users.developer.id,
         tenantId: seeded.tenantA,
         role: 'developer',
-        permissions: ['build:create', 'build:list', 'build:read', 'build:cancel'],
+        permissions: ['build:create', 'build:list', 'build:read', 'build:cancel', 'token:manage'],
       });
     });
 
-    it("gives the admin role the spec's five permissions and the admin API's three", async () => {
+    it("gives the admin role the spec's five permissions, the admin API's three and its own tokens", async () => {
       const response = await fetch(`${kiln.baseUrl}/api/v1/permission-probe`, {
         method: 'DELETE',
         headers: { authorization: `Bearer ${adminToken}`, 'x-tenant-id': seeded.tenantA },
@@ -326,6 +326,7 @@ describe('authentication and tenancy', () => {
         'member:manage',
         'project:manage',
         'settings:manage',
+        'token:manage',
       ]);
     });
   });

@@ -65,6 +65,68 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   'POST /api/v1/users': { permission: 'system:admin', success: 201, build: 'none' },
   'GET /api/v1/users': { permission: 'system:admin', success: 200, build: 'none' },
   'PATCH /api/v1/users/:id': { permission: 'system:admin', success: 404, build: 'none' },
+  // API tokens (docs/adr/0044-api-tokens.md): every member manages its own.
+  'POST /api/v1/tokens': { permission: 'token:manage', success: 201, build: 'none' },
+  'GET /api/v1/tokens': { permission: 'token:manage', success: 200, build: 'none' },
+  'DELETE /api/v1/tokens/:id': { permission: 'token:manage', success: 404, build: 'none' },
+  // Settings: a missing project's credentials are 404; a secret manager or registry is set with
+  // settings the CLI takes (200), and one the tenant never had is removed (404).
+  'GET /api/v1/projects/:id/git-credentials': {
+    permission: 'settings:manage',
+    success: 404,
+    build: 'none',
+  },
+  'PUT /api/v1/projects/:id/git-credentials': {
+    permission: 'settings:manage',
+    success: 404,
+    build: 'none',
+  },
+  'DELETE /api/v1/projects/:id/git-credentials': {
+    permission: 'settings:manage',
+    success: 404,
+    build: 'none',
+  },
+  'GET /api/v1/settings/secret-managers': {
+    permission: 'settings:manage',
+    success: 200,
+    build: 'none',
+  },
+  'PUT /api/v1/settings/secret-managers/:type': {
+    permission: 'settings:manage',
+    success: 200,
+    build: 'none',
+  },
+  'DELETE /api/v1/settings/secret-managers/:type': {
+    permission: 'settings:manage',
+    success: 404,
+    build: 'none',
+  },
+  'GET /api/v1/settings/registries': { permission: 'settings:manage', success: 200, build: 'none' },
+  'PUT /api/v1/settings/registries/:type': {
+    permission: 'settings:manage',
+    success: 200,
+    build: 'none',
+  },
+  'DELETE /api/v1/settings/registries/:type': {
+    permission: 'settings:manage',
+    success: 404,
+    build: 'none',
+  },
+  'GET /api/v1/settings/admission': { permission: 'settings:manage', success: 200, build: 'none' },
+  'GET /api/v1/tenants/:id/admission': { permission: 'system:admin', success: 404, build: 'none' },
+  'PATCH /api/v1/tenants/:id/admission': {
+    permission: 'system:admin',
+    success: 404,
+    build: 'none',
+  },
+};
+
+/** What :type names: a type the PUT sets, and for DELETE one the tenant never has. */
+const TYPES: Readonly<Record<string, string>> = {
+  'PUT /api/v1/settings/secret-managers/:type': 'vault',
+  'DELETE /api/v1/settings/secret-managers/:type': 'azure_keyvault',
+  'PUT /api/v1/settings/registries/:type': 'harbor',
+  'DELETE /api/v1/settings/registries/:type': 'artifactory',
 };
 
 // What each role of tenant A is expected to hold; written out here rather than read from
@@ -79,13 +141,20 @@ const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
     'member:manage',
     'project:manage',
     'settings:manage',
+    'token:manage',
   ],
-  developer: ['build:create', 'build:list', 'build:read', 'build:cancel'],
-  viewer: ['build:list', 'build:read'],
+  developer: ['build:create', 'build:list', 'build:read', 'build:cancel', 'token:manage'],
+  viewer: ['build:list', 'build:read', 'token:manage'],
 };
 
 type Pov =
-  'anonymous' | 'forged admin token' | Role | 'outsider' | 'tenant B admin' | 'system admin';
+  | 'anonymous'
+  | 'forged admin token'
+  | Role
+  | 'outsider'
+  | 'tenant B admin'
+  | 'system admin'
+  | "developer's API token";
 
 interface Cell {
   readonly name: string;
@@ -113,6 +182,13 @@ const CELLS: readonly Cell[] = Object.entries(ROUTES).flatMap(([route, row]) => 
     // An installation administrator who is a member of no tenant: the installation's routes, and
     // no tenant's (a tenant role is never implied).
     ['system admin', row.permission === 'system:admin' ? row.success : 403],
+    // An API token of the developer with every permission it may hold: never token:manage.
+    [
+      "developer's API token",
+      GRANTS.developer.includes(row.permission) && row.permission !== 'token:manage'
+        ? row.success
+        : 403,
+    ],
     ...(row.build !== 'none' ? [['tenant B admin', 404] as [Pov, number]] : []),
   ];
   return povs.map(([pov, expected]) => ({
@@ -140,6 +216,23 @@ function bodyOf(route: string, projectA: string, n: number): unknown {
       return { email: `matrix-user-${n}@example.com`, password: 'a long enough password' };
     case 'PATCH /api/v1/users/:id':
       return { disabled: false };
+    case 'POST /api/v1/tokens':
+      return { name: `matrix-${n}`, permissions: ['build:list'] };
+    case 'PUT /api/v1/projects/:id/git-credentials':
+      return { username: 'ci', password: 'vault:kv/data/ci/git#token' };
+    case 'PUT /api/v1/settings/secret-managers/:type':
+      return {
+        address: 'https://vault.example.com:8200',
+        auth: { method: 'kubernetes', role: 'kiln' },
+      };
+    case 'PUT /api/v1/settings/registries/:type':
+      return {
+        address: 'harbor.example.com',
+        username: 'robot$ci',
+        password: 'vault:kv/data/registry/harbor#secret',
+      };
+    case 'PATCH /api/v1/tenants/:id/admission':
+      return { weight: 2 };
     case 'POST /api/v1/projects':
     case 'PATCH /api/v1/projects/:id':
       return { name: `matrix-project-${n}` };
@@ -182,6 +275,10 @@ describe('authorization matrix', () => {
       outsider: { authorization: await bearer(users.outsider.email), 'x-tenant-id': tenantA },
       'tenant B admin': { authorization: await bearer(users.adminB.email), 'x-tenant-id': tenantB },
       'system admin': { authorization: await bearer(root.email), 'x-tenant-id': tenantA },
+      "developer's API token": {
+        authorization: `Bearer ${await apiTokenOf(await bearer(users.developer.email), tenantA)}`,
+        'x-tenant-id': tenantA,
+      },
     };
     admin = new ApiClient(kiln, adminToken.slice('Bearer '.length), tenantA);
   });
@@ -189,6 +286,21 @@ describe('authorization matrix', () => {
   afterAll(async () => {
     await kiln.close();
   });
+
+  /** A new API token of the bearer's user in the tenant, with its role's permissions. */
+  async function apiTokenOf(bearer: string, tenantId: string): Promise<string> {
+    const response = await fetch(`${kiln.baseUrl}/api/v1/tokens`, {
+      method: 'POST',
+      headers: {
+        authorization: bearer,
+        'x-tenant-id': tenantId,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ name: 'matrix' }),
+    });
+    if (response.status !== 201) throw new Error(`token creation gave ${response.status}`);
+    return ((await response.json()) as { token: string }).token;
+  }
 
   /** A build of tenant A in the given state, on a branch of its own (no duplicate-409). */
   async function buildIn(state: BuildState): Promise<string> {
@@ -214,7 +326,10 @@ describe('authorization matrix', () => {
   /** Sends a cell's request; `id` fills :id (tenant A's build, or a missing one). */
   async function send(cell: Cell, id: string | undefined): Promise<Reply> {
     const [method, pattern] = cell.route.split(' ') as [string, string];
-    const path = pattern.replace(':id', id ?? MISSING).replace(':userId', MISSING);
+    const path = pattern
+      .replace(':id', id ?? MISSING)
+      .replace(':userId', MISSING)
+      .replace(':type', TYPES[cell.route] ?? '');
     const json = bodyOf(cell.route, seeded.projectA, ++branches);
     const body = json === undefined ? undefined : JSON.stringify(json);
     const response = await fetch(`${kiln.baseUrl}${path}`, {
@@ -250,12 +365,16 @@ describe('authorization matrix', () => {
 
   // Routes over the caller's own account involve no tenant and no role, so no cell of this matrix
   // fits them (test/auth-tenants.spec.ts covers them); a tenant route must not hide among them.
-  it('checks only GET /api/v1/auth/tenants without a tenant', () => {
+  it("checks only the caller's own account and tenants without a tenant", () => {
     const userRoutes = listRoutes(kiln.app)
       .filter((route) => route.permission !== undefined && isUserPermission(route.permission))
       .map((route) => `${route.method} ${route.path} ${route.permission}`);
 
-    expect(userRoutes).toEqual(['GET /api/v1/auth/tenants tenant:list']);
+    expect(userRoutes.sort()).toEqual([
+      'GET /api/v1/auth/me tenant:list',
+      'GET /api/v1/auth/tenants tenant:list',
+      'POST /api/v1/auth/password account:manage',
+    ]);
   });
 
   it.each(CELLS)('$name', async (cell) => {

@@ -34,8 +34,10 @@ function compositionOf(app: INestApplicationContext): Composition {
 }
 
 const API_CONTROLLERS = [
+  'AccountController',
   'AdminTenantsController',
   'AdminUsersController',
+  'ApiTokensController',
   'ArtifactUploadsController',
   'ArtifactsController',
   'AuthController',
@@ -44,6 +46,8 @@ const API_CONTROLLERS = [
   'LogsController',
   'MembersController',
   'ProjectsController',
+  'SettingsController',
+  'TenantAdmissionController',
   'TenantsController',
 ];
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -14,7 +14,7 @@ class ScriptedMemberships {
   readonly reads: string[] = [];
   private held: Array<() => void> = [];
   hold = false;
-  answer: UserAccess = { role: 'viewer', systemAdmin: false };
+  answer: UserAccess = { role: 'viewer', systemAdmin: false, credentialsChangedAt: null };
 
   accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
     this.reads.push(`${userId}|${tenantId ?? ''}`);
@@ -66,8 +66,8 @@ describe(AccessCache.name, () => {
     const answers = [await cache.accessOf(USER, TENANT), await cache.accessOf(USER, TENANT)];
 
     expect(answers).toEqual([
-      { role: 'viewer', systemAdmin: false },
-      { role: 'viewer', systemAdmin: false },
+      { role: 'viewer', systemAdmin: false, credentialsChangedAt: null },
+      { role: 'viewer', systemAdmin: false, credentialsChangedAt: null },
     ]);
     expect(memberships.reads).toEqual([`${USER}|${TENANT}`]);
   });
@@ -112,11 +112,15 @@ describe(AccessCache.name, () => {
   it('invalidates synchronously on a change this process announces', async () => {
     const cache = cacheWith(60_000);
     await cache.accessOf(USER, TENANT);
-    memberships.answer = { role: null, systemAdmin: false };
+    memberships.answer = { role: null, systemAdmin: false, credentialsChangedAt: null };
 
     changes.changed(USER);
 
-    expect(await cache.accessOf(USER, TENANT)).toEqual({ role: null, systemAdmin: false });
+    expect(await cache.accessOf(USER, TENANT)).toEqual({
+      role: null,
+      systemAdmin: false,
+      credentialsChangedAt: null,
+    });
   });
 
   it('uses an answer read while its user was invalidated for that call only', async () => {

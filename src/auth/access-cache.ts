@@ -4,13 +4,17 @@ import { KilnConfig } from '../config/config.js';
 import { ACCESS_CHANNEL } from '../database/channels.js';
 import { type NotificationListener, Notifications } from '../database/notification-listener.js';
 import { AccessChanges } from './access-changes.js';
+import type { StoredApiToken } from './api-tokens.repository.js';
 import { MembershipsRepository, type UserAccess } from './memberships.repository.js';
 
 /** (user, tenant) answers kept at most; past it the least recently used goes. */
 export const ACCESS_CACHE_MAX_ENTRIES = 10_000;
 
 interface Entry {
-  readonly access: UserAccess;
+  /** An access answer, or an API token's record. */
+  readonly value: UserAccess | StoredApiToken;
+  /** Whose access the value depends on. */
+  readonly userId: string;
   /** performance.now() after which the entry is read again: monotonic, unlike the wall clock. */
   readonly expiresAt: number;
   /** The invalidation epoch when the read that produced it started. */
@@ -65,25 +69,57 @@ export class AccessCache implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** What `MembershipsRepository.accessOf` answers, from memory while it is fresh. */
-  async accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
+  accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
+    return this.remember(
+      `${userId}|${tenantId ?? ''}`,
+      async () => {
+        const access = await this.memberships.accessOf(userId, tenantId);
+        return { value: access, userId };
+      },
+      userId,
+    );
+  }
+
+  /**
+   * The API token with this hash (`read` finds it), from memory while it is fresh: dropped like
+   * its user's access answers, so a revoked token (a deleted row announces its user) is read
+   * again, and found missing, as soon as the notification arrives. A hash no token has is never
+   * kept.
+   */
+  apiTokenOf(
+    hash: string,
+    read: (hash: string) => Promise<StoredApiToken | undefined>,
+  ): Promise<StoredApiToken | undefined> {
+    return this.remember(`token|${hash}`, async () => {
+      const token = await read(hash);
+      return token && { value: token, userId: token.userId };
+    });
+  }
+
+  /** `read`'s value under `key`; `userId` is whose access it depends on, when known before. */
+  private async remember<T extends Entry['value']>(
+    key: string,
+    read: () => Promise<{ value: T; userId: string } | undefined>,
+    userId?: string,
+  ): Promise<T | undefined> {
     const ttlMs = this.config.accessCacheTtlMs;
-    if (ttlMs === 0) return this.memberships.accessOf(userId, tenantId);
-    const key = `${userId}|${tenantId ?? ''}`;
+    if (ttlMs === 0) return (await read())?.value;
     const now = performance.now();
     const cached = this.entries.get(key);
     if (cached !== undefined) {
       this.entries.delete(key);
-      if (cached.expiresAt > now && this.isCurrent(userId, cached.readAt)) {
+      if (cached.expiresAt > now && this.isCurrent(userId ?? cached.userId, cached.readAt)) {
         this.entries.set(key, cached); // the most recently used is iterated last
-        return cached.access;
+        return cached.value as T;
       }
     }
     const readAt = this.epoch;
-    const access = await this.memberships.accessOf(userId, tenantId);
-    this.entries.set(key, { access, readAt, expiresAt: now + ttlMs });
+    const found = await read();
+    if (found === undefined) return undefined;
+    this.entries.set(key, { ...found, readAt, expiresAt: now + ttlMs });
     if (this.entries.size > ACCESS_CACHE_MAX_ENTRIES)
       this.entries.delete(this.entries.keys().next().value!);
-    return access;
+    return found.value;
   }
 
   /** The user's access may have changed: its entries are read again. */

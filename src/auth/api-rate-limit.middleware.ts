@@ -38,8 +38,8 @@ export class ApiRateLimitMiddleware implements NestMiddleware {
     const token = bearerTokenOf(request.headers.authorization);
     if (token !== undefined) {
       try {
-        const { userId } = await this.authorizer.verifyToken(token);
-        request.user = { userId };
+        const { userId, issuedAt, apiToken } = await this.authorizer.verifyToken(token);
+        request.user = { userId, issuedAt, apiToken };
         return `user|${userId}`;
       } catch (error) {
         if (!(error instanceof UnauthorizedError)) throw error;

@@ -41,13 +41,13 @@ export class AuthGuard extends PassportAuthGuard('jwt') {
     // On /api/v1 ApiRateLimitMiddleware has verified the token with the same key and rules and
     // set the user; passport checks the others, and words the 401 of a missing or refused token.
     if (request.user === undefined) await super.canActivate(context);
-    const { userId } = request.user!;
-    if (isUserPermission(permission)) await this.authorizer.authorizeUser(userId);
+    const caller = request.user!;
+    if (isUserPermission(permission)) await this.authorizer.authorizeUser(caller, permission);
     else if (isSystemPermission(permission))
-      await this.authorizer.authorizeSystem(userId, permission);
+      await this.authorizer.authorizeSystem(caller, permission);
     else
       request.tenant = await this.authorizer.authorize(
-        userId,
+        caller,
         request.headers['x-tenant-id'],
         permission,
       );

@@ -6,6 +6,10 @@ import { PassportModule } from '@nestjs/passport';
 import { KilnConfig } from '../config/config.js';
 import { RateLimitModule } from '../ratelimit/rate-limit.module.js';
 import { AccessCache } from './access-cache.js';
+import { AccountController } from './account.controller.js';
+import { ApiTokens } from './api-tokens.js';
+import { ApiTokensController } from './api-tokens.controller.js';
+import { ApiTokensRepository } from './api-tokens.repository.js';
 import { AdminTenantsController } from './admin-tenants.controller.js';
 import { AdminUsersController } from './admin-users.controller.js';
 import { ApiRateLimitMiddleware } from './api-rate-limit.middleware.js';
@@ -35,14 +39,16 @@ const keyProvider = {
 };
 
 /**
- * Login, access tokens, the caller's own tenants, the rate limit every API request counts against,
- * and the global guard.
+ * Login, access tokens and API tokens, the caller's own account and tenants, the rate limit every
+ * API request counts against, and the global guard.
  */
 @Module({
   imports: [TenancyModule, RateLimitModule, PassportModule],
   controllers: [
     AuthController,
+    AccountController,
     TenantsController,
+    ApiTokensController,
     AdminTenantsController,
     AdminUsersController,
     MembersController,
@@ -66,6 +72,8 @@ const keyProvider = {
     },
     AuthService,
     AccessCache,
+    ApiTokensRepository,
+    ApiTokens,
     Authorizer,
     TokenService,
     JwtStrategy,

@@ -31,6 +31,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   }
 
   validate(verified: unknown): AuthenticatedUser {
-    return { userId: acceptVerifiedToken(verified).userId };
+    const { userId, issuedAt } = acceptVerifiedToken(verified);
+    return { userId, issuedAt };
   }
 }

@@ -7,7 +7,14 @@ import type { Role } from './permissions.js';
  * Whether a user may act at all (undefined: deleted or disabled), its role in one tenant, and
  * whether it administers the installation.
  */
-export type UserAccess = { readonly role: Role | null; readonly systemAdmin: boolean } | undefined;
+export type UserAccess =
+  | {
+      readonly role: Role | null;
+      readonly systemAdmin: boolean;
+      /** When the password last changed (Unix seconds): older access tokens are refused. */
+      readonly credentialsChangedAt: number | null;
+    }
+  | undefined;
 
 /** A member of a tenant, as its admins see it. */
 export interface TenantMember {
@@ -131,13 +138,22 @@ export class MembershipsRepository {
    * installation: one query for every check.
    */
   async accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
-    const rows = await this.dataSource.query<Array<{ role: Role | null; system_admin: boolean }>>(
-      `SELECT m.role, u.system_admin FROM users u
+    const rows = await this.dataSource.query<
+      Array<{ role: Role | null; system_admin: boolean; changed: string | null }>
+    >(
+      `SELECT m.role, u.system_admin, extract(epoch FROM u.credentials_changed_at)::bigint AS changed
+         FROM users u
          LEFT JOIN memberships m ON m.user_id = u.id AND m.tenant_id = $2
         WHERE u.id = $1 AND NOT u.disabled`,
       [userId, tenantId],
     );
     const row = rows[0];
-    return row && { role: row.role, systemAdmin: row.system_admin };
+    return (
+      row && {
+        role: row.role,
+        systemAdmin: row.system_admin,
+        credentialsChangedAt: row.changed === null ? null : Number(row.changed),
+      }
+    );
   }
 }

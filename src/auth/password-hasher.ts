@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import argon2 from 'argon2';
 import { randomBytes } from 'node:crypto';
+import { InvalidRequestError } from '../common/errors.js';
+import { MIN_PASSWORD_LENGTH } from '../config/config.js';
 
 /** OWASP Password Storage Cheat Sheet, argon2id: m = 19 MiB, t = 2, p = 1. */
 export const ARGON2_PARAMETERS = {
@@ -11,6 +13,16 @@ export const ARGON2_PARAMETERS = {
 } as const;
 
 export const MAX_PASSWORD_LENGTH = 1024;
+
+/** 400 unless a new password has an allowed length; `field` names it in the details. */
+export function checkNewPassword(password: string, field = 'password'): void {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw new InvalidRequestError(
+      `Password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
+      { [field]: `length ${MIN_PASSWORD_LENGTH}-${MAX_PASSWORD_LENGTH}` },
+    );
+  }
+}
 
 @Injectable()
 export class PasswordHasher {

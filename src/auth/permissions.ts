@@ -1,7 +1,8 @@
 /**
  * Permissions checked in the tenant X-Tenant-ID names, through the caller's role there: the
  * spec's (section 5), then the admin API's (docs/adr/0043-admin-api.md): a tenant's members, its
- * projects, its settings (git credentials, secret manager, registries, admission).
+ * projects, its settings (git credentials, secret manager, registries, admission), and the
+ * caller's own API tokens there (docs/adr/0044-api-tokens.md).
  */
 export const TENANT_PERMISSIONS = [
   'build:create',
@@ -12,14 +13,16 @@ export const TENANT_PERMISSIONS = [
   'member:manage',
   'project:manage',
   'settings:manage',
+  'token:manage',
 ] as const;
 export type TenantPermission = (typeof TENANT_PERMISSIONS)[number];
 
 /**
  * Permissions over the caller's own account, checked without a tenant: every enabled user holds
  * them, whatever its memberships, so a user who has not chosen a tenant yet can list its own.
+ * An API token holds `tenant:list` only: it never changes its user's account.
  */
-export const USER_PERMISSIONS = ['tenant:list'] as const;
+export const USER_PERMISSIONS = ['tenant:list', 'account:manage'] as const;
 export type UserPermission = (typeof USER_PERMISSIONS)[number];
 
 /**
@@ -38,9 +41,10 @@ export type Role = (typeof ROLES)[number];
 /** The one place roles become permissions. */
 const ROLE_PERMISSIONS: Readonly<Record<Role, readonly TenantPermission[]>> = {
   admin: TENANT_PERMISSIONS,
-  // Builds only: who belongs to the tenant, its projects and its settings are the admin's.
-  developer: ['build:create', 'build:list', 'build:read', 'build:cancel'],
-  viewer: ['build:list', 'build:read'],
+  // Builds and their own API tokens only: who belongs to the tenant, its projects and its
+  // settings are the admin's.
+  developer: ['build:create', 'build:list', 'build:read', 'build:cancel', 'token:manage'],
+  viewer: ['build:list', 'build:read', 'token:manage'],
 };
 
 export function permissionsOf(role: Role): readonly TenantPermission[] {

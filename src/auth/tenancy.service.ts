@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common'
 import type { Logger } from 'pino';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
-import { KilnConfig, MIN_PASSWORD_LENGTH } from '../config/config.js';
+import { KilnConfig } from '../config/config.js';
 import { AccessChanges } from './access-changes.js';
 import { BootstrapRepository } from './bootstrap.repository.js';
 import type { MembershipEntity } from './membership.entity.js';
@@ -12,7 +12,7 @@ import {
   MembershipsRepository,
   type TenantMember,
 } from './memberships.repository.js';
-import { MAX_PASSWORD_LENGTH, PasswordHasher } from './password-hasher.js';
+import { checkNewPassword, PasswordHasher } from './password-hasher.js';
 import { isRole, type Role } from './permissions.js';
 import type { TenantEntity } from './tenant.entity.js';
 import { TenantsRepository } from './tenants.repository.js';
@@ -128,12 +128,7 @@ export class TenancyService implements OnApplicationBootstrap {
         email: 'must be an e-mail address',
       });
     }
-    if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-      throw new InvalidRequestError(
-        `Password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
-        { password: `length ${MIN_PASSWORD_LENGTH}-${MAX_PASSWORD_LENGTH}` },
-      );
-    }
+    checkNewPassword(password);
     if ((await this.users.findByEmail(normalised)) !== undefined)
       throw new ConflictError(`A user with e-mail ${normalised} already exists`, {
         email: 'taken',

@@ -9,9 +9,20 @@ export interface TenantContext {
   readonly permissions: readonly TenantPermission[];
 }
 
-/** The subject of a verified access token. */
+/** What an API token may do: in one tenant, at most these permissions (and its user's role's). */
+export interface ApiTokenScope {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly permissions: readonly TenantPermission[];
+}
+
+/** The subject of a verified bearer token: an access token (JWT) or an API token. */
 export interface AuthenticatedUser {
   readonly userId: string;
+  /** An access token's `iat` (seconds): one issued before the password changed is refused. */
+  readonly issuedAt?: number;
+  /** Set when the bearer is an API token. */
+  readonly apiToken?: ApiTokenScope;
 }
 
 export interface KilnRequest {

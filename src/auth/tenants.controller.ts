@@ -19,7 +19,7 @@ export class TenantsController {
   @ApiOperation({
     summary: "List the caller's tenants and its role in each",
     description:
-      "The tenants the user of the access token is a member of, ordered by name, with its role and that role's permissions in each: what a client offers before it sends X-Tenant-ID (`tenant:list`, which every enabled user holds). Needs no X-Tenant-ID; one that is sent is ignored. A user of no tenant gets an empty list.",
+      "The tenants the user of the access token is a member of, ordered by name, with its role and that role's permissions in each: what a client offers before it sends X-Tenant-ID (`tenant:list`, which every enabled user holds). Needs no X-Tenant-ID; one that is sent is ignored. A user of no tenant gets an empty list. With an API token: its one tenant, with what both the role and the token allow.",
   })
   @ApiErrors(
     200,
@@ -31,12 +31,17 @@ export class TenantsController {
     },
   )
   async list(@CurrentUser() user: AuthenticatedUser): Promise<MemberTenantListDto> {
+    const scope = user.apiToken;
     const tenants = await this.tenancy.tenantsOf(user.userId);
     return {
-      tenants: tenants.map((tenant) => ({
-        ...tenant,
-        permissions: [...permissionsOf(tenant.role)],
-      })),
+      tenants: tenants
+        .filter((tenant) => scope === undefined || tenant.id === scope.tenantId)
+        .map((tenant) => ({
+          ...tenant,
+          permissions: permissionsOf(tenant.role).filter(
+            (p) => scope === undefined || scope.permissions.includes(p),
+          ),
+        })),
     };
   }
 }

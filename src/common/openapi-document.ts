@@ -12,7 +12,16 @@ export const OPENAPI_UI_PATH = 'api/v1/docs';
 
 /** The document's tags, each with its description: an operation uses only these. */
 const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
-  ['auth', 'Sign-in: an e-mail and password exchanged for a bearer access token.'],
+  [
+    'auth',
+    "Sign-in: an e-mail and password exchanged for a bearer access token; the caller's own " +
+      'account and tenants.',
+  ],
+  [
+    'tokens',
+    'API tokens for machines and CI: bearer tokens (`kiln_…`) that act in one tenant with a ' +
+      "subset of their creator's permissions, until they expire or are revoked.",
+  ],
   ['projects', 'The projects of the tenant in X-Tenant-ID, which builds belong to.'],
   [
     'builds',
@@ -21,9 +30,14 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
   ],
   ['logs', 'Log lines of a build: pages over HTTP and a live WebSocket stream.'],
   [
+    'settings',
+    'The settings of the tenant in X-Tenant-ID (its admins, settings:manage): its secret ' +
+      'managers and registries, and its place in admission.',
+  ],
+  [
     'admin',
-    "Tenants (installation administrators, system:admin) and a tenant's members (its admins, " +
-      'member:manage).',
+    "Tenants and users (installation administrators, system:admin), and a tenant's members " +
+      '(its admins, member:manage).',
   ],
 ];
 

@@ -3,13 +3,14 @@ import type { EnvReader } from './reader.js';
 
 export const MIN_PASSWORD_LENGTH = 12;
 
-/** Access tokens, and how many failed logins a caller may make per window. */
+/** Access tokens, API tokens' longest life, and how many failed logins a caller may make per window. */
 export function readAuth(read: EnvReader) {
   return {
     jwtTtlSeconds: read.integer('KILN_JWT_TTL_SECONDS', 900, 60, 86_400),
     jwtIssuer: read.value('KILN_JWT_ISSUER') ?? 'kiln',
     jwtAudience: read.value('KILN_JWT_AUDIENCE') ?? 'kiln-api',
     loginMaxFailures: read.integer('KILN_LOGIN_MAX_FAILURES', 10, 1, 1000),
+    apiTokenMaxDays: read.integer('KILN_API_TOKEN_MAX_DAYS', 365, 1, 3650),
   };
 }
 

@@ -85,6 +85,8 @@ export class KilnConfig {
   /** First start with an empty database creates this admin (with a default tenant and project). */
   readonly bootstrapAdmin!: { email: string; password: string } | undefined;
   readonly loginMaxFailures!: number;
+  /** The longest an API token may live, in days (KILN_API_TOKEN_MAX_DAYS). */
+  readonly apiTokenMaxDays!: number;
   /** Requests per window and caller: reads (GET) and writes (everything else); 0 turns a class off. */
   readonly rateLimitReads!: number;
   readonly rateLimitWrites!: number;

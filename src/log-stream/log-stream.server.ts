@@ -146,7 +146,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       throw new UnauthorizedError('A bearer access token is required');
     const verified = await this.authorizer.verifyToken(token);
     const { tenantId } = await this.authorizer.authorize(
-      verified.userId,
+      verified,
       request.headers['x-tenant-id'] ??
         protocols.find((p) => p.startsWith(TENANT_PROTOCOL))?.slice(TENANT_PROTOCOL.length),
       'build:read',

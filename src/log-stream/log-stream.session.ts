@@ -35,6 +35,9 @@ const STALLED_CLOSE_GRACE_MS = 1_000;
  * lines or a status change arrive. Ends with close 1000 and the final status once the build is
  * terminal and every stored line was sent.
  */
+/** The longest delay setTimeout takes; a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class LogStreamSession {
   private next: number;
   private closed = false;
@@ -81,13 +84,8 @@ export class LogStreamSession {
       this.news = true;
       this.wake?.();
     });
-    this.timers.push(
-      setInterval(() => this.heartbeat(), this.options.heartbeatMs),
-      setTimeout(
-        () => this.close(CLOSE_POLICY, 'access token expired'),
-        Math.max(0, this.options.expiresAt.getTime() - Date.now()),
-      ),
-    );
+    this.timers.push(setInterval(() => this.heartbeat(), this.options.heartbeatMs));
+    this.closeAtExpiry();
     try {
       await this.pump();
     } catch (error) {
@@ -96,6 +94,19 @@ export class LogStreamSession {
     } finally {
       this.stop();
     }
+  }
+
+  /**
+   * Closes the stream when its token expires. An API token may live for months, longer than one
+   * timer can wait (2^31 - 1 ms): the timer is set again until the time comes.
+   */
+  private closeAtExpiry(): void {
+    const left = this.options.expiresAt.getTime() - Date.now();
+    this.timers.push(
+      left > MAX_TIMER_MS
+        ? setTimeout(() => this.closeAtExpiry(), MAX_TIMER_MS)
+        : setTimeout(() => this.close(CLOSE_POLICY, 'access token expired'), Math.max(0, left)),
+    );
   }
 
   private async pump(): Promise<void> {

@@ -46,3 +46,24 @@ export class UpdateProjectDto {
   @MaxLength(512)
   default_registry?: string | null;
 }
+
+/** PUT /projects/{id}/git-credentials: what builds clone the repository with. */
+export class GitCredentialsDto {
+  @ApiProperty({
+    minLength: 1,
+    maxLength: 255,
+    description: 'The user name, or a secret reference to it (vault:…, aws:…, azure:…)',
+  })
+  @IsString()
+  @MaxLength(1024)
+  username!: string;
+
+  @ApiProperty({
+    description:
+      'A secret reference (vault:…, aws:… or azure:…), resolved when each build starts; never the password itself',
+    example: 'vault:kv/data/ci/git#token',
+  })
+  @IsString()
+  @MaxLength(1024)
+  password!: string;
+}

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put } from '@nestjs/common';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
 import {
@@ -9,7 +9,7 @@ import {
 } from './projects.service.js';
 import { ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
-import { CreateProjectDto, UpdateProjectDto } from './project.dto.js';
+import { CreateProjectDto, GitCredentialsDto, UpdateProjectDto } from './project.dto.js';
 import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
 
 @ApiTags('projects')
@@ -119,5 +119,63 @@ export class ProjectsController {
     @Param('id', UuidParamPipe) id: string,
   ): Promise<void> {
     await this.projects.remove(tenant.tenantId, id);
+  }
+
+  @Get(':id/git-credentials')
+  @RequirePermission('settings:manage')
+  @ApiOperation({
+    summary: "Read a project's git credentials",
+    description:
+      'The user name and the secret reference of the password builds clone the repository with (`settings:manage`): references, never a credential. 404 when the project has none.',
+  })
+  @ApiErrors(
+    200,
+    { type: GitCredentialsDto, description: 'The credentials' },
+    [400, 401, 403, 404, 429],
+    { 404: 'No such project in this tenant, or it has no git credentials' },
+  )
+  async gitCredentials(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<GitCredentialsDto> {
+    return this.projects.gitCredentials(tenant.tenantId, id);
+  }
+
+  @Put(':id/git-credentials')
+  @RequirePermission('settings:manage')
+  @ApiOperation({
+    summary: "Set a project's git credentials",
+    description:
+      "What builds of the project clone its repository with (`settings:manage`): a user name and a secret reference to the password or token, resolved from the tenant's secret manager when each build starts. A password itself is refused (400).",
+  })
+  @ApiErrors(
+    200,
+    { type: GitCredentialsDto, description: 'The credentials now' },
+    [400, 401, 403, 404, 429],
+  )
+  async setGitCredentials(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+    @Body() body: GitCredentialsDto,
+  ): Promise<GitCredentialsDto> {
+    await this.projects.setGitCredentials(tenant.tenantId, id, body);
+    return this.projects.gitCredentials(tenant.tenantId, id);
+  }
+
+  @Delete(':id/git-credentials')
+  @HttpCode(204)
+  @RequirePermission('settings:manage')
+  @ApiOperation({
+    summary: "Remove a project's git credentials",
+    description:
+      'Builds of the project clone without credentials from then on (`settings:manage`).',
+  })
+  @ApiNoContentResponse({ description: 'Removed' })
+  @ApiErrors(undefined, undefined, [400, 401, 403, 404, 429])
+  async removeGitCredentials(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<void> {
+    await this.projects.setGitCredentials(tenant.tenantId, id, null);
   }
 }

@@ -7,7 +7,7 @@ import {
   withoutCredentials,
 } from '../common/url-credentials.js';
 import { isSecretReference, parseSecretReference } from '../manifest/secret-reference.js';
-import type { ProjectEntity } from './project.entity.js';
+import type { GitCredentials, ProjectEntity } from './project.entity.js';
 import { ProjectsRepository } from './projects.repository.js';
 
 /** https://, ssh:// and git:// URLs, and scp-like `user@host:path`. No file:// or local paths. */
@@ -164,6 +164,14 @@ export class ProjectsService {
     if (!(await this.projects.setGitCredentials(tenantId, projectId, credentials))) {
       throw new NotFoundError(`No project ${projectId}`);
     }
+  }
+
+  /** The project's git credentials (references only); 404 when it has none. */
+  async gitCredentials(tenantId: string, projectId: string): Promise<GitCredentials> {
+    const { gitCredentials } = await this.get(tenantId, projectId);
+    if (gitCredentials === null)
+      throw new NotFoundError('The project has no git credentials: builds clone without');
+    return { username: gitCredentials.username, password: gitCredentials.password };
   }
 
   /**

@@ -20,6 +20,7 @@ import { Admission1765238400000 } from './1765238400000-admission.js';
 import { AdmissionTimeouts1765324800000 } from './1765324800000-admission-timeouts.js';
 import { AdmissionGeneration1765411200000 } from './1765411200000-admission-generation.js';
 import { SystemAdmin1765497600000 } from './1765497600000-system-admin.js';
+import { ApiTokens1765584000000 } from './1765584000000-api-tokens.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -47,4 +48,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   AdmissionTimeouts1765324800000,
   AdmissionGeneration1765411200000,
   SystemAdmin1765497600000,
+  ApiTokens1765584000000,
 ];
