@@ -1,6 +1,7 @@
 import { TenancyService } from '../src/auth/tenancy.service.js';
 import { login, PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { FakeRunner } from './support/fake-runner.js';
+import { type ApiReply, callApi } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /**
@@ -41,19 +42,9 @@ describe('admin API: tenants and members', () => {
     email: string,
     method: string,
     path: string,
-    { tenant, body }: { tenant?: string; body?: unknown } = {},
-  ): Promise<{ status: number; body: any }> {
-    const response = await fetch(`${kiln.baseUrl}/api/v1${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${await tokenOf(email)}`,
-        ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }),
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+    options: { tenant?: string; body?: unknown } = {},
+  ): Promise<ApiReply> {
+    return callApi(kiln.baseUrl, await tokenOf(email), method, path, options);
   }
 
   async function newUser(): Promise<string> {

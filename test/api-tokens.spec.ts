@@ -6,6 +6,7 @@ import { login, PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/a
 import { ApiClient } from './support/builds.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { FakeRunner } from './support/fake-runner.js';
+import { type ApiReply, callApi } from './support/http.js';
 import { LogStreamClient, refusal } from './support/log-stream-client.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -17,7 +18,7 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 const ENV = { KILN_ACCESS_CACHE_TTL_MS: '600000', KILN_API_TOKEN_MAX_DAYS: '90' };
 const TOKEN_FORMAT = /^kiln_[A-Za-z0-9_-]{43}$/;
 
-describe('API tokens', () => {
+describe('API tokens and password changes', () => {
   let database: TestDatabase;
   let kiln: TestApp;
   let replica: TestApp;
@@ -42,25 +43,13 @@ describe('API tokens', () => {
   });
 
   /** `method path` on `app` with this bearer (and X-Tenant-ID when given): status and body. */
-  async function call(
+  const call = (
     app: TestApp,
     bearer: string,
     method: string,
     path: string,
-    { tenant, body }: { tenant?: string; body?: unknown } = {},
-  ): Promise<{ status: number; body: any }> {
-    const response = await fetch(`${app.baseUrl}/api/v1${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${bearer}`,
-        ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }),
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
-  }
+    options: { tenant?: string; body?: unknown } = {},
+  ): Promise<ApiReply> => callApi(app.baseUrl, bearer, method, path, options);
 
   /** A new user with `role` in tenant A, and its access token. */
   async function member(role: 'admin' | 'developer' | 'viewer') {
@@ -347,104 +336,84 @@ describe('API tokens', () => {
       for (const token of minted) expect(logged).not.toContain(token.slice('kiln_'.length));
     }
   });
-});
 
-describe('changing your password', () => {
-  let kiln: TestApp;
-  let replica: TestApp;
-  let database: TestDatabase;
-  let tenancy: TenancyService;
-  let seeded: Seeded;
+  describe('changing your password', () => {
+    const change = (app: TestApp, jwt: string, body: unknown) =>
+      fetch(`${app.baseUrl}/api/v1/auth/password`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const builds = (app: TestApp, bearer: string) =>
+      fetch(`${app.baseUrl}/api/v1/builds`, {
+        headers: { authorization: `Bearer ${bearer}`, 'x-tenant-id': seeded.tenantA },
+      }).then((response) => response.status);
+    const hashOf = async (email: string) =>
+      (
+        await kiln.dataSource.query<Array<{ password_hash: string }>>(
+          'SELECT password_hash FROM users WHERE email = $1',
+          [email],
+        )
+      )[0]!.password_hash;
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    kiln = await startTestApp({ runner: FakeRunner, database, env: ENV });
-    replica = await startTestApp({ runner: FakeRunner, database, env: ENV });
-    seeded = await seedTenancy(kiln);
-    tenancy = kiln.app.get(TenancyService);
-  });
-
-  afterAll(async () => {
-    await replica.close();
-    await kiln.close();
-    await database.drop();
-  });
-
-  const change = (app: TestApp, jwt: string, body: unknown) =>
-    fetch(`${app.baseUrl}/api/v1/auth/password`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
+    it('refuses a wrong current password or a short new one, changing nothing', async () => {
+      const { email } = seeded.users.viewer;
+      const jwt = await tokenFor(kiln.baseUrl, email);
+      const before = await hashOf(email);
+      const wrong = await change(kiln, jwt, {
+        current_password: 'not the password',
+        new_password: 'a long enough new password',
+      });
+      expect(wrong.status).toBe(400);
+      expect(await wrong.json()).toEqual(
+        expect.objectContaining({
+          error: 'The current password is not right',
+          details: { current_password: 'is not the current password' },
+        }),
+      );
+      const short = await change(kiln, jwt, { current_password: PASSWORD, new_password: 'short' });
+      expect(short.status).toBe(400);
+      expect((await change(kiln, jwt, { new_password: 'a long enough new password' })).status).toBe(
+        400,
+      );
+      expect(await hashOf(email)).toBe(before);
+      expect(await builds(kiln, jwt)).toBe(200);
     });
-  const builds = (app: TestApp, bearer: string) =>
-    fetch(`${app.baseUrl}/api/v1/builds`, {
-      headers: { authorization: `Bearer ${bearer}`, 'x-tenant-id': seeded.tenantA },
-    }).then((response) => response.status);
-  const hashOf = async (email: string) =>
-    (
-      await kiln.dataSource.query<Array<{ password_hash: string }>>(
-        'SELECT password_hash FROM users WHERE email = $1',
-        [email],
-      )
-    )[0]!.password_hash;
 
-  it('refuses a wrong current password or a short new one, changing nothing', async () => {
-    const { email } = seeded.users.viewer;
-    const jwt = await tokenFor(kiln.baseUrl, email);
-    const before = await hashOf(email);
-    const wrong = await change(kiln, jwt, {
-      current_password: 'not the password',
-      new_password: 'a long enough new password',
+    it('cuts off access tokens issued before it on both replicas, answers a new one, and leaves API tokens', async () => {
+      const { email } = seeded.users.developer;
+      await new Promise((resolve) => setTimeout(resolve, 1100)); // a token from an earlier second
+      const old = await tokenFor(kiln.baseUrl, email);
+      const created = await fetch(`${kiln.baseUrl}/api/v1/tokens`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${old}`,
+          'x-tenant-id': seeded.tenantA,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ name: 'ci' }),
+      });
+      const { token: apiToken } = (await created.json()) as { token: string };
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect(await builds(replica, old)).toBe(200);
+
+      const changed = await change(kiln, old, {
+        current_password: PASSWORD,
+        new_password: 'a brand new password, long',
+      });
+      expect(changed.status).toBe(200);
+      const { access_token: fresh } = (await changed.json()) as { access_token: string };
+
+      expect(await builds(kiln, old)).toBe(401);
+      const deadline = Date.now() + 20_000;
+      while ((await builds(replica, old)) !== 401 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(await builds(replica, old)).toBe(401);
+      expect(await builds(replica, fresh)).toBe(200);
+      expect(await builds(replica, apiToken)).toBe(200);
+      expect((await login(kiln.baseUrl, email)).status).toBe(401);
+      expect((await login(kiln.baseUrl, email, 'a brand new password, long')).status).toBe(200);
+      await tenancy.createUser('unrelated@example.com', PASSWORD); // the users table still works
     });
-    expect(wrong.status).toBe(400);
-    expect(await wrong.json()).toEqual(
-      expect.objectContaining({
-        error: 'The current password is not right',
-        details: { current_password: 'is not the current password' },
-      }),
-    );
-    const short = await change(kiln, jwt, { current_password: PASSWORD, new_password: 'short' });
-    expect(short.status).toBe(400);
-    expect((await change(kiln, jwt, { new_password: 'a long enough new password' })).status).toBe(
-      400,
-    );
-    expect(await hashOf(email)).toBe(before);
-    expect(await builds(kiln, jwt)).toBe(200);
-  });
-
-  it('cuts off access tokens issued before it on both replicas, answers a new one, and leaves API tokens', async () => {
-    const { email } = seeded.users.developer;
-    await new Promise((resolve) => setTimeout(resolve, 1100)); // a token from an earlier second
-    const old = await tokenFor(kiln.baseUrl, email);
-    const created = await fetch(`${kiln.baseUrl}/api/v1/tokens`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${old}`,
-        'x-tenant-id': seeded.tenantA,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify({ name: 'ci' }),
-    });
-    const { token: apiToken } = (await created.json()) as { token: string };
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect(await builds(replica, old)).toBe(200);
-
-    const changed = await change(kiln, old, {
-      current_password: PASSWORD,
-      new_password: 'a brand new password, long',
-    });
-    expect(changed.status).toBe(200);
-    const { access_token: fresh } = (await changed.json()) as { access_token: string };
-
-    expect(await builds(kiln, old)).toBe(401);
-    const deadline = Date.now() + 20_000;
-    while ((await builds(replica, old)) !== 401 && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    expect(await builds(replica, old)).toBe(401);
-    expect(await builds(replica, fresh)).toBe(200);
-    expect(await builds(replica, apiToken)).toBe(200);
-    expect((await login(kiln.baseUrl, email)).status).toBe(401);
-    expect((await login(kiln.baseUrl, email, 'a brand new password, long')).status).toBe(200);
-    await tenancy.createUser('unrelated@example.com', PASSWORD); // the users table still works
   });
 });

@@ -1,6 +1,7 @@
 import { TenancyService } from '../src/auth/tenancy.service.js';
 import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { FakeRunner } from './support/fake-runner.js';
+import { type ApiReply, callApi } from './support/http.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /**
@@ -31,21 +32,11 @@ describe('settings API', () => {
     email: string,
     method: string,
     path: string,
-    { tenant, body }: { tenant?: string; body?: unknown } = {},
-  ): Promise<{ status: number; body: any }> {
+    options: { tenant?: string; body?: unknown } = {},
+  ): Promise<ApiReply> {
     const token = tokens.get(email) ?? (await tokenFor(kiln.baseUrl, email));
     tokens.set(email, token);
-    const response = await fetch(`${kiln.baseUrl}/api/v1${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }),
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+    return callApi(kiln.baseUrl, token, method, path, options);
   }
 
   const adminA = (method: string, path: string, body?: unknown) =>

@@ -5,15 +5,18 @@ import { REGISTRY_TYPES, SECRET_MANAGER_TYPES } from '../manifest/types.js';
 const SETTINGS_DESCRIPTION =
   'The settings of this type, as docs/secret-managers-and-registries.md lists them: addresses, file paths and secret references, never a credential (URLs without userinfo)';
 
-export class SecretManagerSettingsDto {
-  @ApiProperty({ enum: SECRET_MANAGER_TYPES })
-  type!: string;
-
+/** Settings as stored, by type: what both lists show. */
+abstract class StoredSettingsDto {
   @ApiProperty({ type: 'object', additionalProperties: true, description: SETTINGS_DESCRIPTION })
   settings!: Record<string, unknown>;
 
   @ApiProperty({ format: 'date-time' })
   updated_at!: string;
+}
+
+export class SecretManagerSettingsDto extends StoredSettingsDto {
+  @ApiProperty({ enum: SECRET_MANAGER_TYPES })
+  type!: string;
 }
 
 export class SecretManagerListDto {
@@ -21,15 +24,9 @@ export class SecretManagerListDto {
   secret_managers!: SecretManagerSettingsDto[];
 }
 
-export class RegistrySettingsDto {
+export class RegistrySettingsDto extends StoredSettingsDto {
   @ApiProperty({ enum: REGISTRY_TYPES })
   type!: string;
-
-  @ApiProperty({ type: 'object', additionalProperties: true, description: SETTINGS_DESCRIPTION })
-  settings!: Record<string, unknown>;
-
-  @ApiProperty({ format: 'date-time' })
-  updated_at!: string;
 }
 
 export class RegistryListDto {
