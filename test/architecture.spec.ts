@@ -87,6 +87,7 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-runners: runners/breaks-floor.ts → builds/ok.ts',
           'floor-secret-managers: secret-managers/breaks-floor.ts → builds/ok.ts',
           'floor-secrets: secrets/breaks-floor.ts → builds/ok.ts',
+          'floor-settings-http: settings-http/breaks-floor.ts → builds/ok.ts',
           'floor-steps: steps/breaks-floor.ts → builds/ok.ts',
           'kubernetes-client-only-in-kubernetes: runners/uses-kube-client.ts → node_modules/@kubernetes/client-node/dist/index.js',
           'no-circular: common/cycle-a.ts → common/cycle-b.ts',
