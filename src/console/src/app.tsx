@@ -7,6 +7,10 @@ import { BuildPage } from './pages/build.js';
 import { NewBuild } from './pages/new-build/new-build.js';
 import { can } from './permissions.js';
 import { Tenants, rememberReturn } from './pages/tenants.js';
+import { Members } from './pages/admin/members.js';
+import { Projects } from './pages/admin/projects.js';
+import { Settings } from './pages/admin/settings.js';
+import { Tokens } from './pages/admin/tokens.js';
 import { type Route, here, link, navigate, parseRoute, useRoute } from './router.js';
 
 function useSession(): Session | undefined {
@@ -52,29 +56,52 @@ export function App() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <Header session={current!} />
+      <Header session={current!} page={route.page} />
       {route.page === 'tenants' && <Tenants />}
       {route.page === 'builds' && <BuildsList query={route.query} />}
       {route.page === 'build' && <BuildPage id={route.id} />}
       {route.page === 'new-build' && <NewBuild />}
+      {route.page === 'members' && <Members />}
+      {route.page === 'projects' && <Projects />}
+      {route.page === 'settings' && <Settings />}
+      {route.page === 'tokens' && <Tokens />}
     </>
   );
 }
 
-function Header({ session: current }: { session: Session }) {
+/** The header's pages, each shown only to roles holding its permission (undefined: everyone). */
+const NAV: ReadonlyArray<{
+  readonly href: string;
+  readonly label: string;
+  readonly page: Route['page'];
+  readonly permission?: string;
+}> = [
+  { href: '/', label: 'Builds', page: 'builds' },
+  { href: '/builds/new', label: 'New build', page: 'new-build', permission: 'build:create' },
+  { href: '/members', label: 'Members', page: 'members', permission: 'member:manage' },
+  { href: '/projects', label: 'Projects', page: 'projects', permission: 'project:manage' },
+  { href: '/settings', label: 'Settings', page: 'settings', permission: 'settings:manage' },
+  { href: '/tokens', label: 'Tokens', page: 'tokens', permission: 'token:manage' },
+];
+
+function Header({ session: current, page }: { session: Session; page: Route['page'] }) {
   return (
     <header class="top">
       <nav aria-label="Main">
         <a class="brand" href="/" onClick={link('/')}>
           kiln
         </a>
-        <a href="/" onClick={link('/')}>
-          Builds
-        </a>
-        {can('build:create') && (
-          <a href="/builds/new" onClick={link('/builds/new')}>
-            New build
-          </a>
+        {NAV.filter((entry) => entry.permission === undefined || can(entry.permission)).map(
+          (entry) => (
+            <a
+              key={entry.href}
+              href={entry.href}
+              onClick={link(entry.href)}
+              aria-current={entry.page === page ? 'page' : undefined}
+            >
+              {entry.label}
+            </a>
+          ),
         )}
       </nav>
       <div class="who">

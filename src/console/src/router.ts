@@ -1,18 +1,24 @@
 import { useEffect, useState } from 'preact/hooks';
 
+/** The tenant admin pages, each at /<page> (pages/admin/). */
+const ADMIN_PAGES = ['members', 'projects', 'settings', 'tokens'] as const;
+
 /** The console's pages, by path. Unknown paths show the builds list. */
 export type Route =
   | { readonly page: 'sign-in' }
   | { readonly page: 'tenants' }
   | { readonly page: 'builds'; readonly query: URLSearchParams }
   | { readonly page: 'build'; readonly id: string }
-  | { readonly page: 'new-build' };
+  | { readonly page: 'new-build' }
+  | { readonly page: (typeof ADMIN_PAGES)[number] };
 
 export function parseRoute(location: { pathname: string; search: string }): Route {
   const path = location.pathname.replace(/\/+$/, '') || '/';
   if (path === '/sign-in') return { page: 'sign-in' };
   if (path === '/tenants') return { page: 'tenants' };
   if (path === '/builds/new') return { page: 'new-build' };
+  const admin = ADMIN_PAGES.find((page) => path === `/${page}`);
+  if (admin !== undefined) return { page: admin };
   const build = /^\/builds\/([0-9a-f-]{36})$/i.exec(path);
   if (build !== null) return { page: 'build', id: build[1]! };
   return { page: 'builds', query: new URLSearchParams(location.search) };

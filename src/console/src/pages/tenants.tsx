@@ -63,6 +63,22 @@ export async function chooseTenant(): Promise<void> {
   else navigate('/tenants', true);
 }
 
+/**
+ * Reads the user's own membership again after it changed (a new role, or none): the session
+ * takes the new role's permissions, or the picker opens when the user left the tenant.
+ */
+export async function refreshMembership(): Promise<void> {
+  const current = session();
+  if (current?.tenantId === undefined) return;
+  const tenant = (await memberships()).find((t) => t.id === current.tenantId);
+  if (tenant !== undefined) {
+    setSession({ ...current, role: tenant.role, permissions: tenant.permissions });
+    return;
+  }
+  setSession({ token: current.token, email: current.email, expiresAt: current.expiresAt });
+  navigate('/tenants', true);
+}
+
 /** The tenants the user is a member of, with their role; one click scopes the console to it. */
 export function Tenants() {
   const [tenants, setTenants] = useState<Membership[] | undefined>();
