@@ -32,11 +32,13 @@ ENV npm_config_update_notifier=false \
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci
 COPY nest-cli.json tsconfig.json tsconfig.build.json ./
-COPY scripts/build-console.sh scripts/openapi-document.cjs ./scripts/
+COPY scripts/build-console.sh scripts/build-cli.sh scripts/openapi-document.cjs ./scripts/
 COPY src ./src
-# The app, then the web console into dist/console/ (its API types from the app's own document).
+# The app, then the web console into dist/console/ and the `kiln` CLI into dist/cli/http/ (their
+# API types from the app's own document). kiln-admin (dist/cli/kiln-admin.js) comes with the app.
 RUN npx nest build \
  && bash scripts/build-console.sh \
+ && bash scripts/build-cli.sh \
  && npm prune --omit=dev --omit=optional \
  && npm cache clean --force
 

@@ -60,9 +60,10 @@ format: deps ## Rewrite files with Prettier and apply ESLint fixes.
 	npx eslint --fix .
 
 .PHONY: build
-build: deps ## Compile src/ to dist/, and build the web console into dist/console/ (scripts/build-console.sh).
+build: deps ## Compile src/ to dist/, build the web console into dist/console/ (scripts/build-console.sh) and the `kiln` CLI into dist/cli/http/ (scripts/build-cli.sh).
 	npx nest build
 	bash scripts/build-console.sh
+	bash scripts/build-cli.sh
 
 .PHONY: image
 IMAGE ?= kiln:$(shell node -p "require('./package.json').version")
@@ -106,7 +107,7 @@ soak: system-deps build ## Memory soak: 20 local builds of 200,000 lines with su
 
 .PHONY: migrate
 migrate: build ## Apply pending database migrations (DATABASE_URL, or the embedded PostgreSQL).
-	node dist/cli/kiln.js migrate
+	node dist/cli/kiln-admin.js migrate
 
 .PHONY: clean
 clean: ## Remove build output (keeps .kiln/, the local database).

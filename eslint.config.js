@@ -36,8 +36,9 @@ export default tseslint.config(
       'test-results/',
       '**/*.cjs',
       '*.config.js',
-      // Generated at build from kiln's OpenAPI document (scripts/build-console.sh).
+      // Generated at build from kiln's OpenAPI document (scripts/build-console.sh, build-cli.sh).
       'src/console/src/api/schema.gen.ts',
+      'src/cli/http/api/schema.gen.ts',
     ],
   },
   eslint.configs.recommended,

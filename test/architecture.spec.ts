@@ -66,6 +66,8 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-builds: builds/breaks-floor.ts → cli/ok.ts',
           'floor-builds: builds/imports-app-module.ts → app.module.ts',
           'floor-cli: cli/breaks-floor.ts → operator/ok.ts',
+          'cli-http-only-http: cli/http/breaks-http-only.ts → cli/ok.ts',
+          'cli-http-only-http: cli/http/breaks-http-only.ts → common/ok.ts',
           'floor-cluster: cluster/breaks-floor.ts → builds/ok.ts',
           'floor-common: common/breaks-floor.ts → builds/ok.ts',
           'floor-config: config/breaks-floor.ts → builds/ok.ts',

@@ -8,13 +8,13 @@ import { login } from './support/auth.js';
 import { jsonOf } from './support/http.js';
 import { startTestApp } from './support/test-app.js';
 
-const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln.js');
+const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln-admin.js');
 
-// Every `kiln` command is a Node process that boots the application (about 2.5 s on 2 idle cores);
+// Every `kiln-admin` command is a Node process that boots the application (about 2.5 s on 2 idle cores);
 // a test runs up to a dozen of them in turn, more than jest's 30 s on a loaded machine.
 jest.setTimeout(180_000);
 
-describe('the kiln admin CLI', () => {
+describe('the kiln-admin CLI (database-direct)', () => {
   let database: TestDatabase;
 
   // Passwords and credentials the tests give the CLI: no output of it, and no row, shows one.
@@ -34,13 +34,14 @@ describe('the kiln admin CLI', () => {
       input,
       encoding: 'utf8',
     });
-    audit.record(`kiln ${args.join(' ')}`, `${result.stdout}${result.stderr}`);
+    audit.record(`kiln-admin ${args.join(' ')}`, `${result.stdout}${result.stderr}`);
     return { status: result.status, stdout: result.stdout, stderr: result.stderr };
   }
 
   function json(args: string[], input?: string): any {
     const result = kiln([...args, '--json'], input);
-    if (result.status !== 0) throw new Error(`kiln ${args.join(' ')} failed: ${result.stderr}`);
+    if (result.status !== 0)
+      throw new Error(`kiln-admin ${args.join(' ')} failed: ${result.stderr}`);
     return JSON.parse(result.stdout);
   }
 
@@ -210,7 +211,7 @@ describe('the kiln admin CLI', () => {
     [['project', 'list'], /--tenant is required/],
     [['user', 'create', '--email', 'x@acme.io'], /--password-stdin/],
     [['frobnicate', 'all'], /Unknown command/],
-  ])('refuses `kiln %j` with a clear message and exit 1', (args, message) => {
+  ])('refuses `kiln-admin %j` with a clear message and exit 1', (args, message) => {
     const result = kiln(args);
 
     expect(result.status).toBe(1);
@@ -327,7 +328,7 @@ describe('the kiln admin CLI', () => {
       /Unknown secret manager gsm/,
     ],
   ])(
-    'refuses settings `kiln %j` that would store a credential or cannot work',
+    'refuses settings `kiln-admin %j` that would store a credential or cannot work',
     (args, settings, message) => {
       const result = kiln(args, JSON.stringify(settings));
 

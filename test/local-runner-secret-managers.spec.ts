@@ -297,7 +297,7 @@ describe('the local runner resolves secret references and checks the registry', 
       const id = await started(s3Manifest());
       const build = await finished(id);
       expect(build['status']).toBe('failed');
-      expect(build['error_message']).toContain('kiln registry set --type s3');
+      expect(build['error_message']).toContain('kiln settings registry set s3');
     });
   });
 });

@@ -76,7 +76,7 @@ afterAll(async () => {
   if (files !== undefined) rmSync(files, { recursive: true, force: true });
 });
 
-/** What `kiln secret-manager set` writes, on the suite's database. */
+/** What `kiln settings secret-manager set` writes, on the suite's database. */
 const integrations = (): IntegrationsService =>
   new IntegrationsService(new IntegrationsRepository(ground.api.dataSource));
 

@@ -102,7 +102,7 @@ afterAll(async () => {
   rmSync(files, { recursive: true, force: true });
 });
 
-/** What `kiln secret-manager set` and `kiln registry set` write, on the suite's database. */
+/** What `kiln settings secret-manager|registry set` write, on the suite's database. */
 const integrations = (): IntegrationsService =>
   new IntegrationsService(new IntegrationsRepository(ground.api.dataSource));
 
@@ -382,7 +382,7 @@ describe('registry_type s3 through the operator', () => {
     const build = await endedAs(id, 'failed');
 
     expect(await ground.column(id, 'failure_reason')).toBe('InvalidSpec');
-    expect(build.error_message).toContain('kiln registry set --type s3');
+    expect(build.error_message).toContain('kiln settings registry set s3');
     expect(ground.jobOf(id)).toBeUndefined();
   });
 

@@ -65,7 +65,7 @@ afterAll(async () => {
   rmSync(files, { recursive: true, force: true });
 });
 
-/** What `kiln secret-manager set` and `kiln registry set` write, on the suite's database. */
+/** What `kiln settings secret-manager|registry set` write, on the suite's database. */
 const integrations = (): IntegrationsService =>
   new IntegrationsService(new IntegrationsRepository(ground.api.dataSource));
 
@@ -238,7 +238,7 @@ describe('secret references through the operator', () => {
       .catch(() => undefined);
     const id = await started('aws_secretsmanager', { npm_token: 'aws:team/npm#token' });
     const build = await ground.failedWith(id, 'SecretUnavailable');
-    expect(build.error_message).toContain('kiln secret-manager set --type aws_secretsmanager');
+    expect(build.error_message).toContain('kiln settings secret-manager set aws_secretsmanager');
   });
 });
 

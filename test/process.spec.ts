@@ -9,7 +9,7 @@ import { freePort, isAlive } from './support/processes.js';
 
 // These tests run the compiled kiln (`make build`, part of `make test`) as a real process.
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
-const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln.js');
+const CLI = join(__dirname, '..', 'dist', 'cli', 'kiln-admin.js');
 
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env['PATH'], HOME: process.env['HOME'], KILN_RUNNER: 'local', ...extra };

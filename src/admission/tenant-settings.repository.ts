@@ -22,7 +22,8 @@ const MAX_RUNNING = 100_000;
 
 /**
  * Each tenant's admission settings (tenant_admission_settings, docs/adr/0042-admission-in-
- * postgres.md), set by `kiln tenant admission` and read by every admission pass.
+ * postgres.md), set by installation administrators (PATCH /api/v1/tenants/{id}/admission,
+ * `kiln settings admission --weight …`) and read by every admission pass.
  */
 @Injectable()
 export class TenantAdmissionSettings {

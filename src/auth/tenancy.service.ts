@@ -185,7 +185,7 @@ export class TenancyService implements OnApplicationBootstrap {
 
   /**
    * Makes the user an installation administrator (`system:admin`), or takes it back: the
-   * database-direct emergency access of the admin CLI (`kiln user system-admin`).
+   * database-direct emergency access of the admin CLI (`kiln-admin user system-admin`).
    */
   async setSystemAdmin(email: string, systemAdmin: boolean): Promise<UserEntity> {
     const user = await this.userByEmail(email);

@@ -40,7 +40,7 @@ interface CommandInput {
 
 type CommandHandler = (input: CommandInput) => Promise<CommandOutput>;
 
-/** Runs one admin command; the words are the positionals after `kiln`. */
+/** Runs one admin command; the words are the positionals after `kiln-admin`. */
 export async function runCommand(
   words: readonly string[],
   flags: Flags,
@@ -55,7 +55,7 @@ export async function runCommand(
 async function tenantCreate({ rest, services }: CommandInput): Promise<CommandOutput> {
   const name = rest.join(' ');
   if (name === '')
-    throw new InvalidRequestError('Usage: kiln tenant create <name>', { name: 'required' });
+    throw new InvalidRequestError('Usage: kiln-admin tenant create <name>', { name: 'required' });
   const tenant = await services.tenancy.createTenant(name);
   return {
     text: `created tenant ${tenant.name}\n  id: ${tenant.id}`,

@@ -266,7 +266,7 @@ export class BuildAccess {
         ok: false,
         reason: 'InvalidSpec',
         message:
-          'registry_type s3 needs the tenant’s S3 settings (an admin sets them: kiln registry set --type s3)',
+          'registry_type s3 needs the tenant’s S3 settings (a tenant admin sets them: kiln settings registry set s3, or PUT /api/v1/settings/registries/s3)',
       };
     }
     if (s3?.accessKeyId !== undefined && s3.secretAccessKey !== undefined) {

@@ -17,7 +17,7 @@ const GIT_URL = /^(?:(?:https|ssh|git):\/\/[^\s/]+\/\S+|[A-Za-z0-9._-]+@[A-Za-z0
 
 /** Where a project's clone credentials go instead of its URL. */
 export const GIT_CREDENTIALS_WAY =
-  'the project’s git credentials (kiln project git-credentials --username … --password <secret reference>)';
+  'the project’s git credentials (kiln project git-credentials <project> --username … --password <secret reference>, or PUT /api/v1/projects/{id}/git-credentials)';
 
 export class ProjectResponse {
   @ApiProperty({ format: 'uuid' }) id!: string;

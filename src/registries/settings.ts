@@ -1,5 +1,5 @@
 /**
- * A tenant's settings for each registry type (`kiln registry set`, table `tenant_registries`).
+ * A tenant's settings for each registry type (`kiln settings registry set`, table `tenant_registries`).
  * Credentials are secret references (docs/adr/0021-secret-references.md), resolved when a build
  * starts; a username may also be plain, since it names an account and is no secret.
  */

@@ -98,7 +98,7 @@ export class SecretResolver {
 class NoSettingsError extends Error {
   constructor(readonly manager: SecretManagerType) {
     super(
-      `the tenant has no ${manager} settings (an admin sets them: kiln secret-manager set --type ${manager})`,
+      `the tenant has no ${manager} settings (a tenant admin sets them: kiln settings secret-manager set ${manager}, or PUT /api/v1/settings/secret-managers/${manager})`,
     );
   }
 }

@@ -1,5 +1,5 @@
 /**
- * A tenant's settings for each secret manager, as an admin sets them (`kiln secret-manager set`)
+ * A tenant's settings for each secret manager, as an admin sets them (`kiln settings secret-manager set`)
  * and kiln stores them (table `tenant_secret_managers`). They hold where the manager is and how
  * kiln proves who it is; never a credential itself: those come from files (a Kubernetes Secret
  * mounted into kiln's pod) or from the SDK's own default chain (IRSA, workload identity).

@@ -16,7 +16,11 @@ import { TenantAdmissionSettings } from '../admission/tenant-settings.repository
 import { CliModule } from './cli.module.js';
 import { runCommand } from './commands.js';
 
-const USAGE = `Usage: kiln <command> [options]
+const USAGE = `Usage: kiln-admin <command> [options]
+
+kiln-admin opens kiln's database directly, without any HTTP server: it is for what must work
+before the API does or when it cannot (migrations, the first tenant and user, emergency access).
+Everything else goes through the API with the \`kiln\` command (docs/cli.md).
 
 Commands:
   migrate                                          Apply pending database migrations.
@@ -54,8 +58,8 @@ Options:
   --json         Print JSON instead of text.
   -h, --help     Show this help.
 
-kiln uses the same database as a running kiln: DATABASE_URL, or the embedded PostgreSQL under
-KILN_DATA_DIR (used while kiln runs, started and stopped again when it does not).`;
+kiln-admin uses the same database as a running kiln: DATABASE_URL, or the embedded PostgreSQL
+under KILN_DATA_DIR (used while kiln runs, started and stopped again when it does not).`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -144,10 +148,10 @@ function report(error: unknown): number {
   const known = error instanceof KilnError ? error : translateDatabaseError(error);
   if (known !== undefined) {
     const details = Object.entries(known.details ?? {}).map(([k, v]) => `\n  ${k}: ${v}`);
-    process.stderr.write(`kiln: ${known.message}${details.join('')}\n`);
+    process.stderr.write(`kiln-admin: ${known.message}${details.join('')}\n`);
     return 1;
   }
-  process.stderr.write(`kiln: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`kiln-admin: ${error instanceof Error ? error.message : String(error)}\n`);
   return 1;
 }
 
