@@ -5,22 +5,15 @@ import { TenancyModule } from '../auth/tenancy.module.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { DatabaseModule } from '../database/database.module.js';
-import { IntegrationsModule } from '../integrations/integrations.module.js';
-import { ProjectsModule } from '../projects/projects.module.js';
 
-/** The services the admin CLI drives, without HTTP. */
+/** The services kiln-admin drives, without HTTP: users (the first administrator, emergency access). */
 @Module({})
 export class CliModule {
   static forRoot(config: KilnConfig, dataSource: DataSource, logger: Logger): DynamicModule {
     return {
       module: CliModule,
       global: true,
-      imports: [
-        DatabaseModule.forDataSource(dataSource),
-        TenancyModule,
-        ProjectsModule,
-        IntegrationsModule,
-      ],
+      imports: [DatabaseModule.forDataSource(dataSource), TenancyModule],
       providers: [
         { provide: KilnConfig, useValue: config },
         { provide: LOGGER, useValue: logger },

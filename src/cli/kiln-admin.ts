@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { KILN_ENTITIES } from '../app.entities.js';
 import { TenancyService } from '../auth/tenancy.service.js';
@@ -10,49 +9,25 @@ import { KilnError } from '../common/errors.js';
 import { createLogger } from '../common/logger.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { openDatabase } from '../database/database.js';
-import { IntegrationsService } from '../integrations/integrations.service.js';
-import { ProjectsService } from '../projects/projects.service.js';
-import { TenantAdmissionSettings } from '../admission/tenant-settings.repository.js';
 import { CliModule } from './cli.module.js';
 import { runCommand } from './commands.js';
 
 const USAGE = `Usage: kiln-admin <command> [options]
 
 kiln-admin opens kiln's database directly, without any HTTP server: it is for what must work
-before the API does or when it cannot (migrations, the first tenant and user, emergency access).
+before the API does or when it cannot (migrations, the first administrator, emergency access).
 Everything else goes through the API with the \`kiln\` command (docs/cli.md).
 
 Commands:
   migrate                                          Apply pending database migrations.
-  tenant create <name>                             Create a tenant.
-  tenant admission --tenant <id|name> [--weight <n>] [--max-running <n>|default]
-                                                   Show or set the tenant's weight in the fair
-                                                   share of build slots and its own limit on
-                                                   running builds (docs/admission.md).
   user create --email <e-mail> --password-stdin    Create a user; the password is read from stdin.
   user system-admin --email <e-mail> [--off]       Make a user an installation administrator
-                                                   (system:admin: every tenant, every user), or
-                                                   take it back: emergency access.
-  member add --tenant <id|name> --email <e-mail> --role <admin|developer|viewer>
-                                                   Add a user to a tenant, or change their role.
-  member remove --tenant <id|name> --email <e-mail>
-                                                   Take a user out of a tenant.
-  project create --tenant <id|name> --name <name> [--repo <git URL>] [--registry <host[:port][/path]>]
-                                                   Create a project; --registry is where builds
-                                                   that name no repository push their images.
-  project list --tenant <id|name>                  List a tenant's projects.
-  project git-credentials --tenant <id|name> --project <id|name>
-                     (--username <user> --password <secret reference> | --clear)
-                                                   Credentials builds clone the repository with.
-  secret-manager set --tenant <id|name> --type <vault|aws_secretsmanager|azure_keyvault>
-                     --settings-file <file.json|->
-                                                   Set where a tenant's secret manager is and how
-                                                   kiln authenticates to it (docs/secret-managers-and-registries.md).
-  secret-manager list|remove --tenant <id|name> [--type <type>]
-  registry set --tenant <id|name> --type <harbor|quay|artifactory|s3> --settings-file <file.json|->
-                                                   Set a tenant's registry: its address and the
-                                                   secret references of its credentials.
-  registry list|remove --tenant <id|name> [--type <type>]
+                                                   (system:admin), or take it back: with both,
+                                                   the first administrator, or emergency access.
+
+The first administrator can also come from KILN_BOOTSTRAP_ADMIN_EMAIL and _PASSWORD on kiln's
+first start. Tenants, members, projects and settings are the API's: \`kiln tenant create\`,
+\`kiln member add\`, \`kiln project create\`, \`kiln settings …\` (docs/cli.md).
 
 Options:
   --json         Print JSON instead of text.
@@ -76,6 +51,8 @@ async function main(argv: string[]): Promise<number> {
       help: { type: 'boolean', short: 'h' },
       email: { type: 'string' },
       'password-stdin': { type: 'boolean' },
+      off: { type: 'boolean' },
+      // Flags of the commands that moved to the API: accepted here, so the answer can say where.
       tenant: { type: 'string' },
       role: { type: 'string' },
       name: { type: 'string' },
@@ -87,7 +64,6 @@ async function main(argv: string[]): Promise<number> {
       username: { type: 'string' },
       password: { type: 'string' },
       clear: { type: 'boolean' },
-      off: { type: 'boolean' },
       weight: { type: 'string' },
       'max-running': { type: 'string' },
     },
@@ -124,11 +100,7 @@ async function main(argv: string[]): Promise<number> {
     try {
       const output = await runCommand(positionals, values, {
         tenancy: context.get(TenancyService),
-        projects: context.get(ProjectsService),
-        integrations: context.get(IntegrationsService),
-        admission: new TenantAdmissionSettings(database.dataSource),
         readStdin,
-        readFile: (path) => readFile(path, 'utf8'),
       });
       print(output.text, output.json);
       return 0;
