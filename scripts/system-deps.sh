@@ -4,7 +4,8 @@
 # image made in tests without pulling), git (sources), unzip (scripts/kube-tools.sh unpacks kubectl
 # and helm), Chromium with a font (the web console's browser tests drive it through
 # playwright-core), skopeo (`make verify-pins`, and the tests of it against the local registry),
-# and packer (Debian's 1.6.6: the local runner's packer builds, and their test).
+# packer (Debian's 1.6.6: the local runner's packer builds, and their test), and curl (the README's
+# commands, and the test that runs its quick start).
 # As root on Debian it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ declare -A PACKAGE_FOR=(
   [skopeo]=skopeo
   [unzip]=unzip
   [packer]=packer
+  [curl]=curl
 )
 missing=()
 for command in "${!PACKAGE_FOR[@]}"; do
