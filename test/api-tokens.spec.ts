@@ -327,6 +327,32 @@ describe('API tokens and password changes', () => {
     });
   });
 
+  it('closes an open log stream on the other replica once its token is revoked, or its member removed', async () => {
+    const developer = await member('developer');
+    const { token, id } = await createToken(developer.jwt);
+    const client = new ApiClient(kiln, developer.jwt, seeded.tenantA);
+    const build = await client.createBuild(seeded.projectA, `revoked-${serial++}`);
+    await client.request('POST', `/builds/${build.id}/start`);
+    const url = `${replica.baseUrl.replace('http', 'ws')}/api/v1/builds/${build.id}/logs/stream`;
+
+    const byToken = new LogStreamClient(url, { headers: { authorization: `Bearer ${token}` } });
+    await byToken.opened;
+    const byJwt = new LogStreamClient(url, {
+      headers: { authorization: `Bearer ${developer.jwt}`, 'x-tenant-id': seeded.tenantA },
+    });
+    await byJwt.opened;
+
+    expect(
+      (await call(kiln, developer.jwt, 'DELETE', `/tokens/${id}`, { tenant: seeded.tenantA }))
+        .status,
+    ).toBe(204);
+    expect(await byToken.closed).toEqual({ code: 1008, reason: 'access revoked' });
+
+    await tenancy.removeMemberById(seeded.tenantA, developer.id);
+    expect(await byJwt.closed).toEqual({ code: 1008, reason: 'access revoked' });
+    await kiln.app.get<BuildRunner, FakeRunner>(BuildRunner).succeed(build.id as string);
+  });
+
   it('never writes a token in a log line', () => {
     expect(minted.length).toBeGreaterThan(5);
     for (const app of [kiln, replica]) {

@@ -167,6 +167,25 @@ describe(AccessCache.name, () => {
     expect(memberships.reads.slice(before)).toEqual([`${USER}|${tenant(1)}`]);
   });
 
+  it("tells a user's watchers of each change to its access, and of every clear, until they stop", async () => {
+    const cache = cacheWith(60_000);
+    const heard: string[] = [];
+    const stop = cache.watch(USER, () => heard.push('user'));
+    cache.watch(OTHER, () => heard.push('other'));
+
+    changes.changed(USER);
+    await Promise.resolve(); // watchers run after the change, never inside it
+    expect(heard).toEqual(['user']);
+    cache.clear();
+    await Promise.resolve();
+    expect(heard.sort()).toEqual(['other', 'user', 'user']);
+
+    stop();
+    changes.changed(USER);
+    await Promise.resolve();
+    expect(heard).toHaveLength(3);
+  });
+
   it('with a TTL of 0 reads on every call and listens for nothing', async () => {
     const cache = cacheWith(0);
 

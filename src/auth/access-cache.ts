@@ -40,6 +40,8 @@ export class AccessCache implements OnModuleInit, OnApplicationShutdown {
   private clearedAt = 0;
   /** The epoch of each user's last invalidation since the last clear. */
   private readonly invalidatedAt = new Map<string, number>();
+  /** Who wants to hear of a user's access changing (open log streams), by user. */
+  private readonly watchers = new Map<string, Set<() => void>>();
   private readonly listener: NotificationListener | undefined;
   private readonly unsubscribe: () => void;
 
@@ -122,20 +124,42 @@ export class AccessCache implements OnModuleInit, OnApplicationShutdown {
     return found.value;
   }
 
-  /** The user's access may have changed: its entries are read again. */
+  /** The user's access may have changed: its entries are read again, and its watchers told. */
   invalidate(userId: string): void {
     this.epoch += 1;
     this.invalidatedAt.set(userId, this.epoch);
     // Bounded like the entries: past it, forgetting everything is as correct and as cheap.
     if (this.invalidatedAt.size > ACCESS_CACHE_MAX_ENTRIES) this.clear();
+    else this.tell(this.watchers.get(userId));
   }
 
-  /** Every entry is read again. */
+  /** Every entry is read again, and every watcher told. */
   clear(): void {
     this.epoch += 1;
     this.clearedAt = this.epoch;
     this.entries.clear();
     this.invalidatedAt.clear();
+    for (const listeners of this.watchers.values()) this.tell(listeners);
+  }
+
+  /**
+   * Calls `changed` whenever the user's access may have changed, as this cache learns it (this
+   * process's changes, the notifications of every other's); returns what stops it. An open log
+   * stream asks again then whether its caller may still read.
+   */
+  watch(userId: string, changed: () => void): () => void {
+    const listeners = this.watchers.get(userId) ?? new Set();
+    this.watchers.set(userId, listeners.add(changed));
+    return () => {
+      listeners.delete(changed);
+      if (listeners.size === 0 && this.watchers.get(userId) === listeners)
+        this.watchers.delete(userId);
+    };
+  }
+
+  /** Calls each listener after the current work: a watcher never runs inside a change. */
+  private tell(listeners: ReadonlySet<() => void> | undefined): void {
+    for (const changed of listeners ?? []) queueMicrotask(changed);
   }
 
   private isCurrent(userId: string, readAt: number): boolean {

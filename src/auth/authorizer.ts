@@ -162,6 +162,14 @@ export class Authorizer {
   }
 
   /**
+   * Calls `changed` whenever the user's access may have changed (AccessCache.watch); returns
+   * what stops it.
+   */
+  watchAccess(userId: string, changed: () => void): () => void {
+    return this.access.watch(userId, changed);
+  }
+
+  /**
    * For a route over the caller's own account (a user permission, held by every enabled user):
    * the caller must still be accepted (401, as on every route), answered like `authorize` from
    * AccessCache. No tenant plays a part, whatever X-Tenant-ID says. An API token may list its

@@ -49,6 +49,9 @@ interface Upgrade {
   readonly fromSeq: number;
   readonly userId: string;
   readonly expiresAt: Date;
+  /** The bearer token and X-Tenant-ID the stream was opened with, to check them again. */
+  readonly token: string;
+  readonly tenant: unknown;
 }
 
 /**
@@ -145,12 +148,10 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     if (token === undefined || token === '')
       throw new UnauthorizedError('A bearer access token is required');
     const verified = await this.authorizer.verifyToken(token);
-    const { tenantId } = await this.authorizer.authorize(
-      verified,
+    const tenant =
       request.headers['x-tenant-id'] ??
-        protocols.find((p) => p.startsWith(TENANT_PROTOCOL))?.slice(TENANT_PROTOCOL.length),
-      'build:read',
-    );
+      protocols.find((p) => p.startsWith(TENANT_PROTOCOL))?.slice(TENANT_PROTOCOL.length);
+    const { tenantId } = await this.authorizer.authorize(verified, tenant, 'build:read');
     if (!isUuid(rawBuildId))
       throw new InvalidRequestError('id must be a UUID', { id: 'must be a UUID' });
     const buildId = rawBuildId.toLowerCase();
@@ -163,7 +164,14 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       });
     }
     await this.lifecycle.get(tenantId, buildId);
-    return { buildId, fromSeq, userId: verified.userId, expiresAt: verified.expiresAt };
+    return {
+      buildId,
+      fromSeq,
+      userId: verified.userId,
+      expiresAt: verified.expiresAt,
+      token,
+      tenant,
+    };
   }
 
   /**
@@ -226,6 +234,8 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
         hub: this.hub,
         findBuild: (id) => this.lifecycle.find(id),
         logger: this.logger,
+        watchAccess: (changed) => this.authorizer.watchAccess(upgrade.userId, changed),
+        stillAllowed: () => this.stillAllowed(upgrade),
       },
       {
         batchSize: 500,
@@ -240,6 +250,25 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       release();
     });
     this.sessions.add(running);
+  }
+
+  /**
+   * Whether the stream's caller may still read its build: its token and X-Tenant-ID checked again
+   * as at the upgrade. A check that cannot be made (the database away) keeps the stream open.
+   */
+  private async stillAllowed(upgrade: Upgrade): Promise<boolean> {
+    try {
+      const verified = await this.authorizer.verifyToken(upgrade.token);
+      await this.authorizer.authorize(verified, upgrade.tenant, 'build:read');
+      return true;
+    } catch (error) {
+      if (error instanceof UnauthorizedError || error instanceof ForbiddenError) return false;
+      this.logger.warn(
+        { err: error, build_id: upgrade.buildId },
+        "could not check a log stream's access again; it stays open",
+      );
+      return true;
+    }
   }
 
   /**

@@ -22,6 +22,10 @@ export interface SessionDeps {
   readonly hub: LogHub;
   readonly findBuild: (id: string) => Promise<BuildEntity | undefined>;
   readonly logger: Logger;
+  /** Calls `changed` whenever the caller's access may have changed; returns what stops it. */
+  readonly watchAccess: (changed: () => void) => () => void;
+  /** Whether the caller may still read the build, asked again after such a change. */
+  readonly stillAllowed: () => Promise<boolean>;
 }
 
 export const CLOSE_NORMAL = 1000;
@@ -29,14 +33,17 @@ export const CLOSE_POLICY = 1008;
 export const CLOSE_TRY_AGAIN_LATER = 1013;
 const STALLED_CLOSE_GRACE_MS = 1_000;
 
+/** The longest delay setTimeout takes; a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * Streams one build's log to one WebSocket: lines from `fromSeq` on, read from Postgres in seq
  * order (so replay and live lines meet with no gap and no duplicate), woken by the LogHub when
  * lines or a status change arrive. Ends with close 1000 and the final status once the build is
- * terminal and every stored line was sent.
+ * terminal and every stored line was sent; with 1008 when the caller's token expires, or when a
+ * change to its access (a revoked API token, a disabled user, a membership taken away) leaves it
+ * no longer allowed to read the build.
  */
-/** The longest delay setTimeout takes; a longer one fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class LogStreamSession {
   private next: number;
@@ -51,6 +58,7 @@ export class LogStreamSession {
   private knownStatus: string | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe: (() => void) | undefined;
+  private unwatchAccess: (() => void) | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -86,6 +94,7 @@ export class LogStreamSession {
     });
     this.timers.push(setInterval(() => this.heartbeat(), this.options.heartbeatMs));
     this.closeAtExpiry();
+    this.unwatchAccess = this.deps.watchAccess(() => void this.checkAccess());
     try {
       await this.pump();
     } catch (error) {
@@ -94,6 +103,12 @@ export class LogStreamSession {
     } finally {
       this.stop();
     }
+  }
+
+  /** After a change to the caller's access: closes the stream if it may no longer read. */
+  private async checkAccess(): Promise<void> {
+    if (this.closed) return;
+    if (!(await this.deps.stillAllowed())) this.close(CLOSE_POLICY, 'access revoked');
   }
 
   /**
@@ -267,6 +282,8 @@ export class LogStreamSession {
     this.timers.length = 0;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.unwatchAccess?.();
+    this.unwatchAccess = undefined;
     this.wake?.();
   }
 }
