@@ -406,9 +406,8 @@ describe('API tokens and password changes', () => {
       expect(await builds(kiln, jwt)).toBe(200);
     });
 
-    it('cuts off access tokens issued before it on both replicas, answers a new one, and leaves API tokens', async () => {
+    it('cuts off access tokens issued before it, even a moment before, on both replicas, answers a new one, and leaves API tokens', async () => {
       const { email } = seeded.users.developer;
-      await new Promise((resolve) => setTimeout(resolve, 1100)); // a token from an earlier second
       const old = await tokenFor(kiln.baseUrl, email);
       const created = await fetch(`${kiln.baseUrl}/api/v1/tokens`, {
         method: 'POST',
@@ -420,7 +419,6 @@ describe('API tokens and password changes', () => {
         body: JSON.stringify({ name: 'ci' }),
       });
       const { token: apiToken } = (await created.json()) as { token: string };
-      await new Promise((resolve) => setTimeout(resolve, 1100));
       expect(await builds(replica, old)).toBe(200);
 
       const changed = await change(kiln, old, {

@@ -200,7 +200,7 @@ export class Authorizer {
 
 /**
  * 401 unless the caller's user still exists and is enabled, and its access token (an API token
- * has no `iat`) was issued no earlier than the second its password last changed.
+ * has no `iat`) was issued no earlier than its password last changed (both to the millisecond).
  */
 function acceptCaller(
   caller: AuthenticatedUser,

@@ -11,7 +11,7 @@ export type UserAccess =
   | {
       readonly role: Role | null;
       readonly systemAdmin: boolean;
-      /** When the password last changed (Unix seconds): older access tokens are refused. */
+      /** When the password last changed (Unix seconds, to the ms): older access tokens are refused. */
       readonly credentialsChangedAt: number | null;
     }
   | undefined;
@@ -139,9 +139,9 @@ export class MembershipsRepository {
    */
   async accessOf(userId: string, tenantId: string | null): Promise<UserAccess> {
     const rows = await this.dataSource.query<
-      Array<{ role: Role | null; system_admin: boolean; changed: string | null }>
+      Array<{ role: Role | null; system_admin: boolean; changed: number | null }>
     >(
-      `SELECT m.role, u.system_admin, extract(epoch FROM u.credentials_changed_at)::bigint AS changed
+      `SELECT m.role, u.system_admin, extract(epoch FROM u.credentials_changed_at)::float8 AS changed
          FROM users u
          LEFT JOIN memberships m ON m.user_id = u.id AND m.tenant_id = $2
         WHERE u.id = $1 AND NOT u.disabled`,
@@ -152,7 +152,7 @@ export class MembershipsRepository {
       row && {
         role: row.role,
         systemAdmin: row.system_admin,
-        credentialsChangedAt: row.changed === null ? null : Number(row.changed),
+        credentialsChangedAt: row.changed,
       }
     );
   }

@@ -17,8 +17,10 @@ export class TokenService {
   ) {}
 
   async issue(userId: string): Promise<AccessToken> {
+    // `iat` to the millisecond (RFC 7519 NumericDate may be fractional): a password change
+    // refuses the tokens issued before it, even in the same second (credentials_changed_at).
     const token = await this.jwt.signAsync(
-      {},
+      { iat: Date.now() / 1000 },
       {
         subject: userId,
         jwtid: randomUUID(),

@@ -24,15 +24,15 @@ export class UsersRepository {
 
   /**
    * A new password chosen by its user: access tokens issued before `at` are refused from now on
-   * (`credentials_changed_at`, in whole seconds as a token's `iat`, from the clock of the process
-   * that issues the next token; the trigger announces it).
+   * (`credentials_changed_at` against a token's `iat`, both to the millisecond, from the clock of
+   * the process that issues the next token; the trigger announces it).
    */
   async changePassword(id: string, passwordHash: string, at: Date): Promise<void> {
     await this.users.query(
       `UPDATE users SET password_hash = $2, credentials_changed_at = to_timestamp($3),
               updated_at = now()
         WHERE id = $1`,
-      [id, passwordHash, Math.floor(at.getTime() / 1000)],
+      [id, passwordHash, at.getTime() / 1000],
     );
   }
 
