@@ -19,11 +19,18 @@ const FLOORS = {
   config: { may: [], why: 'reads the environment once; everything imports it' },
   cluster: { may: [], why: 'holds the ports the operator runtime uses and kubernetes/ implements' },
   common: { may: ['config'], why: 'errors, the Error body, trace ids: shared by every feature' },
+  metrics: {
+    may: ['common', 'config'],
+    why: 'is the one metrics registry; every feature records where its work happens',
+  },
   manifest: {
     may: ['common'],
     why: 'is the vocabulary of builds (methods, tools, reasons, formats) every feature shares',
   },
-  database: { may: ['common', 'config'], why: 'is under every feature; features register with it' },
+  database: {
+    may: ['common', 'config', 'metrics'],
+    why: 'is under every feature; features register with it',
+  },
   secrets: { may: ['config'], why: 'seals build secrets and keeps kiln-made keys, for every role' },
   // Adapters behind ports, and the in-pod step program.
   'secret-managers': { may: ['common', 'manifest'], why: 'adapts vendor secret managers' },
@@ -32,19 +39,19 @@ const FLOORS = {
   // The features every role composes.
   'build-methods': { may: ['common', 'manifest'], why: 'translates a spec into a Job, purely' },
   lifecycle: {
-    may: ['common', 'config', 'database', 'manifest'],
+    may: ['common', 'config', 'database', 'manifest', 'metrics'],
     why: 'owns the build state machine; log stores, runners and the operator drive it',
   },
   admission: {
-    may: ['common', 'config', 'database', 'lifecycle', 'logs', 'manifest'],
+    may: ['common', 'config', 'database', 'lifecycle', 'logs', 'manifest', 'metrics'],
     why: 'decides which started builds run (limits, fair share); runners and the operator ask it',
   },
   logs: {
-    may: ['common', 'config', 'database', 'lifecycle', 'manifest'],
+    may: ['common', 'config', 'database', 'lifecycle', 'manifest', 'metrics'],
     why: 'is the log store; its HTTP and WebSocket transport (log-stream) sits above it',
   },
   artifacts: {
-    may: ['common', 'config', 'database', 'lifecycle', 'logs', 'manifest'],
+    may: ['common', 'config', 'database', 'lifecycle', 'logs', 'manifest', 'metrics'],
     why: 'stores SBOMs and scans; its routes (artifacts-http) sit above it',
   },
   integrations: {
@@ -52,7 +59,7 @@ const FLOORS = {
     why: "prepares a starting build's access (BuildAccess) for both runners",
   },
   kubernetes: {
-    may: ['cluster', 'common', 'config'],
+    may: ['cluster', 'common', 'config', 'metrics'],
     why: 'is the one door to the API server; what uses it sits above it',
   },
   operator: {
@@ -68,6 +75,7 @@ const FLOORS = {
       'lifecycle',
       'logs',
       'manifest',
+      'metrics',
       'secrets',
       'steps',
     ],
@@ -85,6 +93,7 @@ const FLOORS = {
       'lifecycle',
       'logs',
       'manifest',
+      'metrics',
       'operator',
       'registries',
       'steps',
@@ -94,11 +103,11 @@ const FLOORS = {
   // The API (the api role): transport on top.
   ratelimit: { may: ['common', 'config', 'database'], why: 'counts requests for the API' },
   auth: {
-    may: ['common', 'config', 'database', 'ratelimit', 'secrets'],
+    may: ['common', 'config', 'database', 'metrics', 'ratelimit', 'secrets'],
     why: 'signs users in and checks permissions',
   },
   projects: {
-    may: ['auth', 'common', 'config', 'database', 'manifest'],
+    may: ['auth', 'common', 'config', 'database', 'manifest', 'metrics'],
     why: 'keeps projects and serves their routes',
   },
   builds: {
@@ -110,6 +119,7 @@ const FLOORS = {
       'config',
       'lifecycle',
       'manifest',
+      'metrics',
       'projects',
       'runners',
       'secrets',
@@ -117,18 +127,18 @@ const FLOORS = {
     why: 'serves the builds API',
   },
   'log-stream': {
-    may: ['auth', 'common', 'config', 'lifecycle', 'logs'],
+    may: ['auth', 'common', 'config', 'lifecycle', 'logs', 'metrics'],
     why: 'serves log pages and the log WebSocket',
   },
   'artifacts-http': {
-    may: ['artifacts', 'auth', 'common', 'config', 'lifecycle', 'manifest'],
+    may: ['artifacts', 'auth', 'common', 'config', 'lifecycle', 'manifest', 'metrics'],
     why: 'serves the SBOM and scan routes',
   },
   'settings-http': {
-    may: ['admission', 'auth', 'common', 'config', 'integrations', 'manifest'],
+    may: ['admission', 'auth', 'common', 'config', 'integrations', 'manifest', 'metrics'],
     why: "serves a tenant's settings (secret managers, registries, admission)",
   },
-  health: { may: ['auth', 'common', 'config', 'database'], why: 'answers the probes' },
+  health: { may: ['auth', 'common', 'config', 'database', 'metrics'], why: 'answers the probes' },
   'console-host': { may: ['common', 'config'], why: 'serves the web console' },
   // A second entry point: it may compose what main.ts composes (not main.ts itself). Its http/
   // folder, the `kiln` command, is a client of the API and may not (rule cli-http-only-http).

@@ -16,6 +16,8 @@ import { refuseUnstorableText } from './common/text-safety.js';
 import { createValidationPipe } from './common/validation.js';
 import type { KilnConfig } from './config/config.js';
 import { LogSink } from './logs/log-sink.js';
+import { httpMetrics, metricsHandler } from './metrics/http-metrics.js';
+import { Metrics } from './metrics/metrics.js';
 
 /** Builds the Nest application (not yet listening). main.ts and the tests both start it this way. */
 export async function createApp(
@@ -34,6 +36,9 @@ export async function createApp(
   );
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxyHops);
+  const metrics = app.get(Metrics);
+  app.use(httpMetrics(metrics));
+  if (config.metrics.port === undefined) app.use(metricsHandler(metrics));
   app.use(requestContextMiddleware(logger));
   answerClientErrors(app.getHttpServer(), logger);
   app.useBodyParser('json', jsonBodyOptions(config.maxBodyBytes));

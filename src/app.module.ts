@@ -12,6 +12,7 @@ import { HealthModule } from './health/health.module.js';
 import { LifecycleModule } from './lifecycle/lifecycle.module.js';
 import { LogStreamModule } from './log-stream/log-stream.module.js';
 import { LogsModule } from './logs/logs.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { OperatorModule } from './operator/operator.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
@@ -53,12 +54,13 @@ export function composesOperator(role: Role): boolean {
 }
 
 /**
- * What every role runs: the database, the build lifecycle, the log store and the health probes
+ * What every role runs: the database, metrics, the build lifecycle, the log store and the health probes
  * (config and logger are AppModule's own providers).
  */
 export function coreModules(dataSource: DataSource): Array<Type | DynamicModule> {
   return [
     DatabaseModule.forDataSource(dataSource),
+    MetricsModule,
     SecretsModule,
     LifecycleModule,
     LogsModule,

@@ -82,6 +82,7 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-log-stream: log-stream/breaks-floor.ts → builds/ok.ts',
           'floor-logs: logs/breaks-floor.ts → builds/ok.ts',
           'floor-manifest: manifest/breaks-floor.ts → builds/ok.ts',
+          'floor-metrics: metrics/breaks-floor.ts → builds/ok.ts',
           'floor-operator: operator/breaks-floor.ts → builds/ok.ts',
           'floor-projects: projects/breaks-floor.ts → builds/ok.ts',
           'floor-ratelimit: ratelimit/breaks-floor.ts → builds/ok.ts',

@@ -128,6 +128,15 @@ const VALID: Readonly<Record<string, string>> = {
   KILN_KUEUE_LOCAL_QUEUE: 'builds',
   KILN_KUEUE_LOCAL_QUEUES:
     '0a9e4c1e-6b1f-4c7e-9a51-2f3d4e5f6a7b=team-a, 1B2C3D4E-5F60-4718-8293-A4B5C6D7E8F9 = team-b',
+  KILN_METRICS_PORT: '9090',
+  KILN_METRICS_TENANT_LABELS: 'true',
+  KILN_RETENTION_DAYS: '30',
+  KILN_RETENTION_KEEP_LAST: '50',
+  KILN_RETENTION_INTERVAL_SECONDS: '600',
+  KILN_RETENTION_BATCH_BUILDS: '20',
+  KILN_AUDIT_RETENTION_DAYS: '90',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318',
+  OTEL_SERVICE_NAME: 'kiln-api',
   KUBECONFIG: '<tmp>/kubeconfig',
   KUBERNETES_SERVICE_HOST: '10.96.0.1',
 };
@@ -173,6 +182,12 @@ const INTEGERS: ReadonlyArray<readonly [string, number, number]> = [
   ['KILN_EXTERNAL_TIMEOUT_MS', 100, 120_000],
   ['KILN_EXTERNAL_ATTEMPTS', 1, 10],
   ['KILN_OPERATOR_UNSCHEDULABLE_SECONDS', 1, 86_400],
+  ['KILN_METRICS_PORT', 1, 65_535],
+  ['KILN_RETENTION_DAYS', 0, 36_500],
+  ['KILN_RETENTION_KEEP_LAST', 0, 1_000_000],
+  ['KILN_RETENTION_INTERVAL_SECONDS', 10, 604_800],
+  ['KILN_RETENTION_BATCH_BUILDS', 1, 10_000],
+  ['KILN_AUDIT_RETENTION_DAYS', 0, 36_500],
   ['KILN_MAX_RUNNING', 0, 100_000],
   ['KILN_TENANT_MAX_RUNNING', 0, 100_000],
   ['KILN_PROJECT_MAX_RUNNING', 0, 100_000],
@@ -300,6 +315,7 @@ function choices(): Case[] {
     KILN_BUILD_ALLOW_PRIVILEGED: ['true', 'false', 'False', '0'],
     KILN_BUILD_USER_NAMESPACES: ['true', 'false', 'TRUE', '1'],
     KILN_ADMISSION: ['kiln', 'Kueue', 'volcano'],
+    KILN_METRICS_TENANT_LABELS: ['true', 'false', 'yes'],
   };
   return Object.entries(values).flatMap(([name, list]) =>
     list.map((value) => ({
@@ -405,7 +421,7 @@ function urls(): Case[] {
   ];
   return [
     ...http.flatMap((value) =>
-      ['KILN_UPLOAD_URL', 'KILN_CLAIR_URL'].map((name) => ({
+      ['KILN_UPLOAD_URL', 'KILN_CLAIR_URL', 'OTEL_EXPORTER_OTLP_ENDPOINT'].map((name) => ({
         name: `url ${name}=${JSON.stringify(value)}`,
         env: only(name, value),
       })),

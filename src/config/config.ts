@@ -7,6 +7,7 @@ import { readExternalCalls } from './external-calls.js';
 import { type JwtSecretSource, readKeys } from './keys.js';
 import { type KubeLocation, kubeLocation } from './kube.js';
 import { readLogs } from './logs.js';
+import { type OperationsSettings, readOperations } from './operations.js';
 import { type BuildNamespaces, type OperatorRuntimeSettings, readOperator } from './operator.js';
 import { readRateLimits } from './rate-limits.js';
 import { type Env, EnvReader } from './reader.js';
@@ -20,6 +21,7 @@ export { DEFAULT_LIST_EXACT_COUNT_LIMIT } from './builds.js';
 export type { JwtSecretSource } from './keys.js';
 export { type KubeLocation, kubeLocation } from './kube.js';
 export type { BuildNamespaces, OperatorRuntimeSettings } from './operator.js';
+export type { OperationsSettings } from './operations.js';
 export { ConfigError, type Env } from './reader.js';
 export { ROLES, type Role, RUNNERS, type RunnerKind } from './runner.js';
 export { LOG_LEVELS, type LogLevel } from './server.js';
@@ -168,6 +170,14 @@ export class KilnConfig {
    * compression). A larger SBOM is stored truncated with a note; a larger scan report is refused.
    */
   readonly artifactMaxBytes!: number;
+  /** /metrics (KILN_METRICS_PORT, KILN_METRICS_TENANT_LABELS; docs/operations.md). */
+  readonly metrics!: OperationsSettings['metrics'];
+  /** Finished builds deleted by policy (KILN_RETENTION_*; tenants may override). */
+  readonly retention!: OperationsSettings['retention'];
+  /** The audit log (KILN_AUDIT_RETENTION_DAYS). */
+  readonly audit!: OperationsSettings['audit'];
+  /** OpenTelemetry spans, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly tracing!: OperationsSettings['tracing'];
 
   constructor(values: KilnConfig) {
     Object.assign(this, values);
@@ -205,6 +215,7 @@ export function loadConfig(
   const login = readLogin(read);
   const externalCalls = readExternalCalls(read);
   const admission = readAdmission(read, runner, localRunner.localMaxParallel);
+  const operations = readOperations(read);
   read.check();
   return new KilnConfig({
     role,
@@ -225,5 +236,6 @@ export function loadConfig(
     ...login,
     ...externalCalls,
     ...admission,
+    ...operations,
   });
 }

@@ -25,3 +25,24 @@ export const FAILURE_REASONS = [
   'Unschedulable',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/**
+ * Failures that are kiln's or the cluster's to fix, not the build author's: what the
+ * `class="platform"` label of kiln_builds_finished_total counts and the KilnBuildsFailingPlatform
+ * alert watches. Every other reason is the build's own (its Dockerfile, its spec, its credentials).
+ */
+export const PLATFORM_FAILURE_REASONS: ReadonlySet<FailureReason> = new Set<FailureReason>([
+  'PodEvicted',
+  'PodDeleted',
+  'InternalError',
+  'ImagePullFailed',
+  'SecretUnavailable',
+  'QueueTimeout',
+  'PodRefused',
+  'Unschedulable',
+]);
+
+/** `platform` when kiln or the cluster is at fault, `user` when the build is. */
+export function failureClass(reason: FailureReason): 'platform' | 'user' {
+  return PLATFORM_FAILURE_REASONS.has(reason) ? 'platform' : 'user';
+}
