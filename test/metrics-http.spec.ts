@@ -37,11 +37,11 @@ describe('the Prometheus text parser the metrics tests use', () => {
         'g NaN',
       ].join('\n'),
     );
-    expect(families.get('a_total')?.samples[0].labels).toEqual({ path: 'C:\\x', q: 'say "hi"\n' });
+    expect(families.get('a_total')?.samples[0]?.labels).toEqual({ path: 'C:\\x', q: 'say "hi"\n' });
     expect(families.get('a_total')?.help).toBe('A counter.');
     expect(sumOf(families, 'h_count')).toBe(2);
     expect(sumOf(families, 'h_sum')).toBe(0.0015);
-    expect(families.get('g')?.samples[0].value).toBeNaN();
+    expect(families.get('g')?.samples[0]?.value).toBeNaN();
     expect(() => parsePrometheusText('orphan 1')).toThrow(/without a # TYPE/);
     expect(() => parsePrometheusText('# TYPE x counter\nx{a=b} 1')).toThrow(/not quoted/);
     expect(() => parsePrometheusText('# TYPE x counter\nx one')).toThrow(/bad value/);

@@ -35,7 +35,7 @@ export function parsePrometheusText(text: string): Map<string, Family> {
     if (line.startsWith('#')) {
       const match = /^# (HELP|TYPE) (\S+)(?: (.*))?$/.exec(line);
       if (match === null) return; // a plain comment
-      const [, kind, name, rest = ''] = match;
+      const [, kind, name = '', rest = ''] = match;
       if (!NAME.test(name)) fail('bad metric name');
       if (kind === 'HELP') {
         helps.set(name, rest.replace(/\\n/g, '\n').replace(/\\\\/g, '\\'));
@@ -109,9 +109,8 @@ function parseSample(line: string, fail: (why: string) => never): Sample {
   }
   const rest = line.slice(at).trim().split(/\s+/);
   if (rest.length < 1 || rest.length > 2 || rest[0] === '') fail('expected a value');
-  const value = parseValue(rest[0]);
-  if (value === undefined) fail('bad value');
-  return { name, labels, value: value! };
+  const value = parseValue(rest[0]) ?? fail('bad value');
+  return { name, labels, value };
 }
 
 function parseValue(text: string): number | undefined {
