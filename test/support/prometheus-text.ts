@@ -109,7 +109,7 @@ function parseSample(line: string, fail: (why: string) => never): Sample {
   }
   const rest = line.slice(at).trim().split(/\s+/);
   if (rest.length < 1 || rest.length > 2 || rest[0] === '') fail('expected a value');
-  const value = parseValue(rest[0]) ?? fail('bad value');
+  const value = parseValue(rest[0] ?? '') ?? fail('bad value');
   return { name, labels, value };
 }
 
