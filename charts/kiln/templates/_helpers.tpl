@@ -163,6 +163,11 @@ that name and whether the chart creates it (any level with that name says so). R
 - name: KILN_OPERATOR_UNSCHEDULABLE_SECONDS
   value: {{ .unschedulableSeconds | quote }}
 {{- end }}
+# /metrics on its own port in every role, never on the main one that the Ingress routes to.
+- name: KILN_METRICS_PORT
+  value: {{ .Values.metrics.port | quote }}
+- name: KILN_METRICS_TENANT_LABELS
+  value: {{ .Values.metrics.tenantLabels | quote }}
 # The API seals buildx secrets with it, the operator unseals them: both need the same key.
 - name: KILN_SECRETS_KEY
   valueFrom:
@@ -264,4 +269,39 @@ absolute and used once, and may not hide the pod's writable places or its servic
 {{- $pairs = append $pairs (printf "%s=%s" $tenant $queue) -}}
 {{- end -}}
 {{- join "," $pairs -}}
+{{- end -}}
+
+{{/*
+The annotations of a kiln pod: the scrape annotations (metrics.scrapeAnnotations) under the
+user's podAnnotations, which win. Called with (dict "root" . "annotations" .Values.api.podAnnotations).
+*/}}
+{{- define "kiln.podAnnotations" -}}
+{{- $annotations := dict }}
+{{- with .root.Values.metrics }}
+{{- if and .enabled .scrapeAnnotations }}
+{{- $_ := set $annotations "prometheus.io/scrape" "true" }}
+{{- $_ := set $annotations "prometheus.io/port" (toString .port) }}
+{{- $_ := set $annotations "prometheus.io/path" "/metrics" }}
+{{- end }}
+{{- end }}
+{{- range $key, $value := .annotations }}
+{{- $_ := set $annotations $key (toString $value) }}
+{{- end }}
+{{- if $annotations }}
+{{- toYaml $annotations }}
+{{- end }}
+{{- end -}}
+
+{{/* The metrics port of a kiln container (metrics.enabled). */}}
+{{- define "kiln.metricsContainerPort" -}}
+{{- if .Values.metrics.enabled }}
+- name: metrics
+  containerPort: {{ .Values.metrics.port }}
+  protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* The label matchers of every alert: metrics.prometheusRule.selector, or the release namespace. */}}
+{{- define "kiln.alertSelector" -}}
+{{- .Values.metrics.prometheusRule.selector | default (printf "namespace=%q" .Release.Namespace) -}}
 {{- end -}}
