@@ -17,6 +17,12 @@ const ROOT = join(__dirname, '..');
 const CHART = join(ROOT, 'charts', 'kiln');
 const DATABASE = { database: { existingSecret: 'kiln-database' } };
 const COMPONENTS = ['operator', 'api'] as const;
+/** The scrape annotations every kiln pod carries by default (metrics.scrapeAnnotations). */
+const SCRAPE = {
+  'prometheus.io/scrape': 'true',
+  'prometheus.io/port': '9090',
+  'prometheus.io/path': '/metrics',
+};
 type Component = (typeof COMPONENTS)[number];
 
 type Obj = Record<string, any>;
@@ -63,8 +69,11 @@ describe("the chart's secret-manager credentials (charts/kiln)", () => {
       expect(account(chart, component).metadata.annotations).toBeUndefined();
       const deployment = one(chart, 'Deployment', `kiln-${component}`);
       const template = deployment.spec.template as Obj;
-      // The pod carries the Deployment's own labels and nothing more.
-      expect(template.metadata).toEqual({ labels: deployment.metadata.labels });
+      // The pod carries the Deployment's own labels and the scrape annotations, nothing more.
+      expect(template.metadata).toEqual({
+        labels: deployment.metadata.labels,
+        annotations: SCRAPE,
+      });
       expect((template.spec.volumes as Obj[]).map((v) => v.name)).toEqual(['data', 'tmp']);
       expect((template.spec.containers[0].volumeMounts as Obj[]).map((m) => m.name)).toEqual([
         'data',
@@ -109,11 +118,14 @@ describe("the chart's secret-manager credentials (charts/kiln)", () => {
         'azure.workload.identity/use': 'true',
         team: 'platform',
       });
-      expect(template.metadata.annotations).toEqual({ 'vault.example.com/role': 'kiln' });
+      expect(template.metadata.annotations).toEqual({
+        ...SCRAPE,
+        'vault.example.com/role': 'kiln',
+      });
       // The selector still picks the pods out, and the other component is untouched.
       expect(template.metadata.labels).toMatchObject(deployment.spec.selector.matchLabels);
       expect(deployment.metadata.labels).not.toHaveProperty(['azure.workload.identity/use']);
-      expect(pod(chart, other(component)).metadata.annotations).toBeUndefined();
+      expect(pod(chart, other(component)).metadata.annotations).toEqual(SCRAPE);
       expect(pod(chart, other(component)).metadata.labels).not.toHaveProperty(['team']);
       expect(schemaErrors([deployment])).toEqual([]);
     },

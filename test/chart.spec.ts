@@ -710,7 +710,7 @@ describe('the Helm chart (charts/kiln)', () => {
     const guide = readFileSync(join(ROOT, 'docs', 'install-kubernetes.md'), 'utf8');
     const named = [
       ...guide.matchAll(
-        /`((?:image|database|postgresql|jwt|bootstrapAdmin|builds|api|operator|service|ingress|crds)\.[A-Za-z.]+)`/g,
+        /`((?:image|database|postgresql|jwt|bootstrapAdmin|builds|api|operator|service|ingress|metrics|crds)\.[A-Za-z.]+)`/g,
       ),
     ].map((m) => m[1]!);
     expect(named.length).toBeGreaterThan(10);
