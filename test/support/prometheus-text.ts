@@ -113,10 +113,12 @@ function parseSample(line: string, fail: (why: string) => never): Sample {
   return { name, labels, value };
 }
 
+/** As Prometheus reads a value (Go's ParseFloat): NaN and Inf in any case (prom-client: `Nan`). */
 function parseValue(text: string): number | undefined {
-  if (text === 'NaN') return NaN;
-  if (text === '+Inf' || text === 'Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
+  const special = text.toLowerCase();
+  if (special === 'nan') return NaN;
+  if (['inf', '+inf', 'infinity', '+infinity'].includes(special)) return Infinity;
+  if (special === '-inf' || special === '-infinity') return -Infinity;
   const n = Number(text);
   return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text) && Number.isFinite(n) ? n : undefined;
 }
