@@ -1,4 +1,5 @@
 import { describeError, silentLogger, type RuntimeLogger } from '../../cluster/ports.js';
+import type { Metrics } from '../../metrics/metrics.js';
 import type { WorkQueue } from './work-queue.js';
 
 /** What a reconcile asks for: nothing (done), or to look again after a while. */
@@ -30,9 +31,15 @@ export type Reconcile = (key: string, signal: AbortSignal) => Promise<ReconcileR
 export interface ControllerOptions {
   /** Reconciles running at once, at most (default 2). */
   workers?: number;
+  /** The `controller` label of its metrics, and its name in logs. */
   name?: string;
   logger?: RuntimeLogger;
+  /** Where reconciles are counted and timed (kiln_operator_reconcile*). */
+  metrics?: Metrics;
 }
+
+/** How a reconcile ended, as kiln_operator_reconciles_total's `result` says it. */
+type ReconcileOutcome = 'success' | 'requeue' | 'error';
 
 /**
  * Runs `reconcile` for the keys of a work queue on N workers: an error requeues the key with its
@@ -46,6 +53,7 @@ export class Controller {
   private readonly workerCount: number;
   private readonly name: string;
   private readonly logger: RuntimeLogger;
+  private readonly metrics: Metrics | undefined;
 
   constructor(
     readonly queue: WorkQueue,
@@ -54,6 +62,7 @@ export class Controller {
     this.workerCount = Math.max(1, options.workers ?? 2);
     this.name = options.name ?? 'controller';
     this.logger = options.logger ?? silentLogger;
+    this.metrics = options.metrics;
   }
 
   /** Aborts when `stop()` is called; every reconcile gets it. */
@@ -93,35 +102,63 @@ export class Controller {
       const key = await this.queue.get();
       if (key === undefined) return;
       this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+      const started = process.hrtime.bigint();
+      let outcome: ReconcileOutcome | undefined;
       try {
-        const result = await reconcile(key, this.aborter.signal);
-        if (this.aborter.signal.aborted) continue;
-        const after = result?.requeueAfterMs;
-        this.queue.forget(key);
-        if (after !== undefined && after > 0) this.queue.addAfter(key, after);
-      } catch (error) {
-        if (this.aborter.signal.aborted) continue;
-        if (error instanceof TerminalError) {
-          this.queue.forget(key);
-          this.logger.error(
-            { controller: this.name, key, ...describeError(error) },
-            'reconcile failed for good; not retried',
-          );
-          continue;
-        }
-        this.queue.addRateLimited(key);
-        this.logger.warn(
-          {
-            controller: this.name,
-            key,
-            ...describeError(error),
-            failures: this.queue.numRequeues(key),
-          },
-          'reconcile failed; requeued with backoff',
-        );
+        outcome = await this.reconcileOnce(reconcile, key);
       } finally {
         this.queue.done(key);
+        if (outcome !== undefined) this.record(outcome, started);
       }
     }
+  }
+
+  /**
+   * One reconcile of `key` and what the queue does after it. Undefined when it threw after this
+   * controller stopped (a lost lease, a shutdown): cut short, it is neither a success nor an
+   * error of its own.
+   */
+  private async reconcileOnce(
+    reconcile: Reconcile,
+    key: string,
+  ): Promise<ReconcileOutcome | undefined> {
+    try {
+      const result = await reconcile(key, this.aborter.signal);
+      const after = result?.requeueAfterMs;
+      const outcome = after !== undefined && after > 0 ? 'requeue' : 'success';
+      if (this.aborter.signal.aborted) return outcome;
+      this.queue.forget(key);
+      if (outcome === 'requeue') this.queue.addAfter(key, after ?? 0);
+      return outcome;
+    } catch (error) {
+      if (this.aborter.signal.aborted) return undefined;
+      if (error instanceof TerminalError) {
+        this.queue.forget(key);
+        this.logger.error(
+          { controller: this.name, key, ...describeError(error) },
+          'reconcile failed for good; not retried',
+        );
+        return 'error';
+      }
+      this.queue.addRateLimited(key);
+      this.logger.warn(
+        {
+          controller: this.name,
+          key,
+          ...describeError(error),
+          failures: this.queue.numRequeues(key),
+        },
+        'reconcile failed; requeued with backoff',
+      );
+      return 'error';
+    }
+  }
+
+  private record(outcome: ReconcileOutcome, started: bigint): void {
+    if (this.metrics === undefined) return;
+    const labels = { controller: this.name };
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    this.metrics.observe('kiln_operator_reconcile_duration_seconds', labels, seconds);
+    this.metrics.inc('kiln_operator_reconciles_total', { ...labels, result: outcome });
   }
 }

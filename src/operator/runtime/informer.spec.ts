@@ -8,6 +8,8 @@ import {
 } from './informer.js';
 import type { ListWatchSource, WatchEvent } from '../../cluster/ports.js';
 import { MemoryListWatch, StatusError } from '../../../test/support/operator-runtime-fakes.js';
+import { Metrics } from '../../metrics/metrics.js';
+import { parsePrometheusText, sumOf } from '../../../test/support/prometheus-text.js';
 
 interface Thing {
   metadata: { name: string; namespace?: string; resourceVersion?: string };
@@ -262,6 +264,45 @@ describe(Informer.name, () => {
     expect(source.lastWatch?.resourceVersion).toBe(source.resourceVersion);
     expect(source.openWatches).toBe(1);
     await informer.stop();
+  });
+
+  it('counts a restart for each watch that fails, gets 410, ends early or goes silent past its timeout, and none for one the server ends at its timeout', async () => {
+    const metrics = new Metrics({ tenantLabels: false });
+    const { clock, source, informer } = setup({ random: () => 0.5, name: 'things', metrics });
+    const restarts = async () =>
+      sumOf(
+        parsePrometheusText((await metrics.render()).body),
+        'kiln_operator_watch_restarts_total',
+        { resource: 'things' },
+      );
+    informer.start();
+    await clock.flush();
+
+    // Healthy watches (open 20 s), each restarted at once.
+    await clock.advance(20_000);
+    source.endWatches(new Error('connection reset'));
+    await clock.advance(20_000);
+    source.endWatches(new StatusError(410, 'too old resource version'));
+    await clock.advance(20_000);
+    // Closed cleanly long before its timeout (client-node's idle timeout, a proxy).
+    source.endWatches();
+    await clock.flush();
+    expect(await restarts()).toBe(3);
+    expect(informer.stats.relists).toBe(1);
+
+    // The server ends the watch at the 300 s it was asked for: the routine end.
+    await clock.advance(300_000);
+    source.endWatches();
+    await clock.flush();
+    expect(await restarts()).toBe(3);
+
+    // The server says nothing past the timeout (a half-open connection): the informer's own timer.
+    await clock.advance(302_000);
+    expect(await restarts()).toBe(4);
+    expect(informer.stats.restarts).toBe(4);
+    expect(source.openWatches).toBe(1);
+    await informer.stop();
+    expect(await restarts()).toBe(4);
   });
 
   it('jitters the watch lifetime by ±10 %', async () => {

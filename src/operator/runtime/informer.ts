@@ -10,6 +10,7 @@ import {
   type WatchEvent,
   type WatchHandle,
 } from '../../cluster/ports.js';
+import type { Metrics } from '../../metrics/metrics.js';
 
 /** `namespace/name`, or `name` for a cluster-scoped object: the key of caches and queues. */
 export function objectKey(object: KubeObjectLike): string {
@@ -38,8 +39,10 @@ export interface InformerHandler<T> {
 export type InformerTransform<T> = (object: T) => T;
 
 export interface InformerOptions {
-  /** For logs. */
+  /** For logs, and the `resource` label of kiln_operator_watch_restarts_total. */
   name?: string;
+  /** Where watch restarts are counted. */
+  metrics?: Metrics;
   clock?: Clock;
   /** [0, 1): the jitter source (tests pin it). */
   random?: () => number;
@@ -73,12 +76,20 @@ export interface InformerStats {
   failures: number;
   /** Watches ended at their lifetime cap (by the server's timeout or our own timer). */
   lifetimeEnds: number;
+  /**
+   * Watches restarted for a reason other than the server ending them at their requested
+   * timeout: an error, a 410, a stream closed early or quiet past client-node's idle timeout, or
+   * our own timer finding the server silent past the timeout (a half-open connection).
+   */
+  restarts: number;
   resyncs: number;
 }
 
 interface WatchOutcome {
   error?: unknown;
   healthy: boolean;
+  /** The server ended it cleanly at the timeout asked for: the routine end, no restart. */
+  scheduled: boolean;
 }
 
 /** Grace after the requested server timeout before the informer ends a watch itself. */
@@ -101,6 +112,7 @@ export class Informer<T extends KubeObjectLike> {
     relists: 0,
     failures: 0,
     lifetimeEnds: 0,
+    restarts: 0,
     resyncs: 0,
   };
   private cache = new Map<string, T>();
@@ -109,6 +121,7 @@ export class Informer<T extends KubeObjectLike> {
   private readonly random: () => number;
   private readonly logger: RuntimeLogger;
   private readonly name: string;
+  private readonly metrics: Metrics | undefined;
   private readonly backoffBaseMs: number;
   private readonly backoffCapMs: number;
   private readonly healthyWatchMs: number;
@@ -131,6 +144,7 @@ export class Informer<T extends KubeObjectLike> {
     this.random = options.random ?? Math.random;
     this.logger = options.logger ?? silentLogger;
     this.name = options.name ?? source.description;
+    this.metrics = options.metrics;
     this.backoffBaseMs = options.backoffBaseMs ?? 500;
     this.backoffCapMs = options.backoffCapMs ?? 30_000;
     this.healthyWatchMs = options.healthyWatchMs ?? 10_000;
@@ -237,6 +251,10 @@ export class Informer<T extends KubeObjectLike> {
       }
       const outcome = await this.watchOnce(signal);
       if (signal.aborted) break;
+      if (!outcome.scheduled) {
+        this.stats.restarts++;
+        this.metrics?.inc('kiln_operator_watch_restarts_total', { resource: this.name });
+      }
       if (httpStatusOf(outcome.error) === 410) {
         needList = true;
         this.stats.relists++;
@@ -285,7 +303,8 @@ export class Informer<T extends KubeObjectLike> {
         const lasted = this.clock.now() - started;
         if (error === undefined && (atLifetime || lasted >= timeoutSeconds * 1000))
           this.stats.lifetimeEnds++;
-        resolve({ error, healthy: lasted >= healthyAfter });
+        const scheduled = error === undefined && !atLifetime && lasted >= timeoutSeconds * 1000;
+        resolve({ error, healthy: lasted >= healthyAfter, scheduled });
       };
       const onStop = (): void => finish(undefined);
       const timer = this.clock.setTimeout(

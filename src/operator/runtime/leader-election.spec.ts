@@ -1,5 +1,7 @@
 import { FakeClock } from './clock.js';
 import { LeaderElector, type LeaderElectorOptions } from './leader-election.js';
+import { Metrics } from '../../metrics/metrics.js';
+import { parsePrometheusText, sumOf } from '../../../test/support/prometheus-text.js';
 import {
   MemoryLeaseStore,
   type MemoryLeaseClient,
@@ -218,6 +220,37 @@ describe(LeaderElector.name, () => {
     finish();
     await stopping;
     expect(store.lease(NS, NAME)?.holderIdentity).toBeFalsy();
+  });
+
+  it('reports kiln_operator_leader: 0 before it leads, 1 during each term, 0 after each', async () => {
+    const { clock, candidate } = world();
+    const metrics = new Metrics({ tenantLabels: false });
+    const leader = async () =>
+      sumOf(parsePrometheusText((await metrics.render()).body), 'kiln_operator_leader');
+    const blocker = candidate('blocker');
+    await clock.flush();
+    const a = candidate('a', { metrics });
+    await clock.advance(2000);
+    expect(a.elector.isLeader).toBe(false);
+    expect(await leader()).toBe(0);
+
+    await blocker.elector.stop();
+    await clock.advance(3000);
+    expect(a.elector.isLeader).toBe(true);
+    expect(await leader()).toBe(1);
+
+    // A renewal that fails past the renew deadline ends the term.
+    a.client.hang();
+    await clock.advance(10_000);
+    expect(a.elector.isLeader).toBe(false);
+    expect(await leader()).toBe(0);
+    a.client.heal();
+    await clock.advance(10_000);
+    expect(a.elector.isLeader).toBe(true);
+    expect(await leader()).toBe(1);
+
+    await a.elector.stop();
+    expect(await leader()).toBe(0);
   });
 
   it('refuses timings where the renew deadline is not below the lease duration', () => {

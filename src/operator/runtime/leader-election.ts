@@ -9,6 +9,7 @@ import {
   type LeaseStore,
   type RuntimeLogger,
 } from '../../cluster/ports.js';
+import type { Metrics } from '../../metrics/metrics.js';
 import { abortable, linkSignals } from './signals.js';
 
 export interface LeaderCallbacks {
@@ -46,6 +47,8 @@ export interface LeaderElectorOptions {
   clock?: Clock;
   random?: () => number;
   logger?: RuntimeLogger;
+  /** Where kiln_operator_leader goes: 0 from construction, 1 during each term. */
+  metrics?: Metrics;
 }
 
 export function defaultIdentity(): string {
@@ -78,6 +81,7 @@ export class LeaderElector implements Elector {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly logger: RuntimeLogger;
+  private readonly metrics: Metrics | undefined;
   private stopper = new AbortController();
   private loop?: Promise<void>;
   private term?: AbortController;
@@ -98,6 +102,8 @@ export class LeaderElector implements Elector {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.logger = options.logger ?? silentLogger;
+    this.metrics = options.metrics;
+    this.metrics?.set('kiln_operator_leader', {}, 0);
     if (this.leaseDurationMs <= this.renewDeadlineMs)
       throw new Error('leader election: leaseDuration must be greater than renewDeadline');
     if (this.renewDeadlineMs <= this.retryPeriodMs * 1.2)
@@ -147,6 +153,7 @@ export class LeaderElector implements Elector {
   private async lead(stop: AbortSignal): Promise<void> {
     const term = new AbortController();
     this.term = term;
+    this.metrics?.set('kiln_operator_leader', {}, 1);
     const { signal, dispose } = linkSignals(term.signal, stop);
     let deadline: TimerHandle | undefined;
     // Counted from the renewTime written (not from when the answer came back): others count
@@ -183,6 +190,7 @@ export class LeaderElector implements Elector {
     const term = this.term;
     if (!term) return;
     this.term = undefined;
+    this.metrics?.set('kiln_operator_leader', {}, 0);
     term.abort();
     this.logger.warn({ lease: this.leaseName, identity: this.identity, reason }, 'stopped leading');
     const logError = (error: unknown): void =>

@@ -8,6 +8,7 @@ import {
   type KubeObjectLike,
   type RuntimeLogger,
 } from '../../cluster/ports.js';
+import type { Metrics } from '../../metrics/metrics.js';
 import { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 
 export interface OperatorRuntimeOptions {
@@ -18,9 +19,12 @@ export interface OperatorRuntimeOptions {
   elector?: Elector;
   clock?: Clock;
   /** Per-key backoff of the work queue. */
-  queue?: Omit<WorkQueueOptions, 'clock'>;
+  queue?: Omit<WorkQueueOptions, 'clock' | 'metrics' | 'name'>;
+  /** In logs, and the `controller` label of the reconcile and work-queue metrics. */
   name?: string;
   logger?: RuntimeLogger;
+  /** Where reconciles and the work queue are measured (the informers and elector have their own). */
+  metrics?: Metrics;
 }
 
 interface Source {
@@ -169,10 +173,17 @@ export class OperatorRuntime {
       this.sources.map(({ informer }) => informer.waitForSync(signal)),
     );
     if (signal.aborted || synced.includes(false)) return;
-    const queue = new WorkQueue({ ...this.options.queue, clock: this.clock });
+    const metrics = this.options.metrics;
+    const queue = new WorkQueue({
+      ...this.options.queue,
+      clock: this.clock,
+      name: this.name,
+      ...(metrics === undefined ? {} : { metrics }),
+    });
     const controller = new Controller(queue, {
       name: this.name,
       logger: this.logger,
+      ...(metrics === undefined ? {} : { metrics }),
       ...(this.options.workers !== undefined ? { workers: this.options.workers } : {}),
     });
     this.controller = controller;

@@ -2,6 +2,13 @@ import { FakeClock } from './clock.js';
 import { silentLogger } from '../../cluster/ports.js';
 import { Controller, type Reconcile, TerminalError } from './controller.js';
 import { WorkQueue } from './work-queue.js';
+import { Metrics } from '../../metrics/metrics.js';
+import { parsePrometheusText, sumOf } from '../../../test/support/prometheus-text.js';
+
+/** What `metrics` would answer a scrape with, parsed. */
+async function scraped(metrics: Metrics) {
+  return parsePrometheusText((await metrics.render()).body);
+}
 
 /** A promise with its resolve, to hold a reconcile open until the test lets it go. */
 function gate(): { promise: Promise<void>; open: () => void } {
@@ -94,9 +101,113 @@ describe(WorkQueue.name, () => {
     await shutdown;
     expect(drained).toBe(true);
   });
+
+  it('reports its depth exactly as keys are added, taken and dropped; delayed keys wait outside it', async () => {
+    const clock = new FakeClock();
+    const metrics = new Metrics({ tenantLabels: false });
+    const queue = new WorkQueue({ clock, metrics, name: 'things' });
+    const depth = async () =>
+      sumOf(await scraped(metrics), 'kiln_operator_workqueue_depth', { controller: 'things' });
+    expect(await depth()).toBe(0);
+
+    queue.add('ns/a');
+    queue.add('ns/b');
+    queue.add('ns/a');
+    queue.addAfter('ns/c', 100);
+    expect(await depth()).toBe(2);
+    const a = await queue.get();
+    expect(await depth()).toBe(1);
+    queue.add('ns/a');
+    expect(await depth()).toBe(1);
+    queue.done(a ?? '');
+    expect(await depth()).toBe(2);
+    await clock.advance(100);
+    expect(await depth()).toBe(3);
+
+    void queue.shutdown();
+    expect(await depth()).toBe(0);
+  });
+
+  it('measures a key’s wait from its first add until a worker takes it', async () => {
+    const clock = new FakeClock();
+    const metrics = new Metrics({ tenantLabels: false });
+    const queue = new WorkQueue({ clock, metrics, name: 'things' });
+    const latency = async () => {
+      const families = await scraped(metrics);
+      const labels = { controller: 'things' };
+      return {
+        count: sumOf(families, 'kiln_operator_workqueue_latency_seconds_count', labels),
+        sum: sumOf(families, 'kiln_operator_workqueue_latency_seconds_sum', labels),
+      };
+    };
+
+    // Added again while it waits: the wait counts from the first add.
+    queue.add('ns/a');
+    await clock.advance(300);
+    queue.add('ns/a');
+    await clock.advance(200);
+    const a = await queue.get();
+    expect(await latency()).toEqual({ count: 1, sum: 0.5 });
+
+    // Added while a worker has it: the wait counts from that add, through the rest of its turn.
+    queue.add('ns/a');
+    await clock.advance(100);
+    queue.done(a ?? '');
+    await clock.advance(50);
+    // A worker already waiting takes a key at once.
+    const taken = queue.get();
+    expect(await taken).toBe('ns/a');
+    const waiting = queue.get();
+    queue.add('ns/b');
+    expect(await waiting).toBe('ns/b');
+    const after = await latency();
+    expect(after.count).toBe(3);
+    expect(after.sum).toBeCloseTo(0.65, 9);
+  });
 });
 
 describe(Controller.name, () => {
+  it('counts each reconcile by its result (success, requeue, error) and times it, per controller', async () => {
+    const clock = new FakeClock();
+    const metrics = new Metrics({ tenantLabels: false });
+    const queue = new WorkQueue({ clock, backoffBaseMs: 60_000 });
+    const controller = new Controller(queue, { workers: 1, name: 'things', metrics });
+    void controller.run((key) => {
+      if (key === 'ns/later') return Promise.resolve({ requeueAfterMs: 60_000 });
+      if (key === 'ns/broken') return Promise.reject(new Error('transient'));
+      if (key === 'ns/invalid') return Promise.reject(new TerminalError('never'));
+      return Promise.resolve();
+    });
+    for (const key of ['ns/ok', 'ns/also-ok', 'ns/later', 'ns/broken', 'ns/invalid'])
+      queue.add(key);
+    await clock.flush();
+
+    const families = await scraped(metrics);
+    const count = (result: string) =>
+      sumOf(families, 'kiln_operator_reconciles_total', { controller: 'things', result });
+    expect([count('success'), count('requeue'), count('error')]).toEqual([2, 1, 2]);
+    expect(
+      sumOf(families, 'kiln_operator_reconcile_duration_seconds_count', { controller: 'things' }),
+    ).toBe(5);
+    await controller.stop();
+  });
+
+  it('counts a reconcile that fails because the controller stopped neither as an error nor at all', async () => {
+    const clock = new FakeClock();
+    const metrics = new Metrics({ tenantLabels: false });
+    const controller = new Controller(new WorkQueue({ clock }), { name: 'things', metrics });
+    void controller.run(async (_key, signal) => {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      throw new Error('aborted');
+    });
+    controller.queue.add('ns/a');
+    await clock.flush();
+    await controller.stop();
+
+    const families = await scraped(metrics);
+    expect(sumOf(families, 'kiln_operator_reconciles_total')).toBe(0);
+    expect(sumOf(families, 'kiln_operator_reconcile_duration_seconds_count')).toBe(0);
+  });
   it('never runs two reconciles of one key at once, and reconciles a key changed during its reconcile again', async () => {
     const clock = new FakeClock();
     const queue = new WorkQueue({ clock });

@@ -1,5 +1,6 @@
 import { exponentialDelay } from './backoff.js';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
+import type { Metrics } from '../../metrics/metrics.js';
 
 export interface WorkQueueOptions {
   clock?: Clock;
@@ -7,6 +8,10 @@ export interface WorkQueueOptions {
   backoffBaseMs?: number;
   /** …up to this (default 5 min). */
   backoffCapMs?: number;
+  /** Where its depth and latency go (kiln_operator_workqueue_*), labelled by `name`. */
+  metrics?: Metrics;
+  /** The `controller` label of its metrics (default `controller`). */
+  name?: string;
 }
 
 /**
@@ -23,16 +28,26 @@ export class WorkQueue {
   private readonly waiters: Array<(key: string | undefined) => void> = [];
   private readonly delayed = new Map<string, { due: number; timer: TimerHandle }>();
   private readonly failures = new Map<string, number>();
+  /**
+   * When each waiting key was first added (by the clock): a key added again while it waits keeps
+   * its first time. Taken out when a worker takes the key, for the latency histogram.
+   */
+  private readonly addedAt = new Map<string, number>();
   private readonly drainWaiters: Array<() => void> = [];
   private stopping = false;
   private readonly clock: Clock;
   private readonly backoffBaseMs: number;
   private readonly backoffCapMs: number;
+  private readonly metrics: Metrics | undefined;
+  private readonly labels: { controller: string };
 
   constructor(options: WorkQueueOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.backoffBaseMs = options.backoffBaseMs ?? 5;
     this.backoffCapMs = options.backoffCapMs ?? 5 * 60_000;
+    this.metrics = options.metrics;
+    this.labels = { controller: options.name ?? 'controller' };
+    this.reportDepth();
   }
 
   /** Keys waiting to be handed out. */
@@ -57,6 +72,7 @@ export class WorkQueue {
   add(key: string): void {
     if (this.stopping || this.dirty.has(key)) return;
     this.dirty.add(key);
+    if (!this.addedAt.has(key)) this.addedAt.set(key, this.clock.now());
     if (!this.processing.has(key)) this.enqueue(key);
   }
 
@@ -101,8 +117,8 @@ export class WorkQueue {
   get(): Promise<string | undefined> {
     const key = this.queue.shift();
     if (key !== undefined) {
-      this.dirty.delete(key);
-      this.processing.add(key);
+      this.reportDepth();
+      this.handOut(key);
       return Promise.resolve(key);
     }
     if (this.stopping) return Promise.resolve(undefined);
@@ -125,7 +141,9 @@ export class WorkQueue {
     for (const { timer } of this.delayed.values()) this.clock.clearTimeout(timer);
     this.delayed.clear();
     this.queue.length = 0;
+    this.reportDepth();
     this.dirty.clear();
+    this.addedAt.clear();
     for (const waiter of this.waiters.splice(0)) waiter(undefined);
     if (this.processing.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.drainWaiters.push(resolve));
@@ -135,10 +153,26 @@ export class WorkQueue {
     const waiter = this.waiters.shift();
     if (waiter === undefined) {
       this.queue.push(key);
+      this.reportDepth();
       return;
     }
+    this.handOut(key);
+    waiter(key);
+  }
+
+  /** Marks `key` as being processed and records how long it waited since its first add. */
+  private handOut(key: string): void {
     this.dirty.delete(key);
     this.processing.add(key);
-    waiter(key);
+    const added = this.addedAt.get(key);
+    this.addedAt.delete(key);
+    if (added !== undefined && this.metrics !== undefined) {
+      const seconds = Math.max(0, this.clock.now() - added) / 1000;
+      this.metrics.observe('kiln_operator_workqueue_latency_seconds', this.labels, seconds);
+    }
+  }
+
+  private reportDepth(): void {
+    this.metrics?.set('kiln_operator_workqueue_depth', this.labels, this.queue.length);
   }
 }
