@@ -2,6 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { KubeApiError, KubeUnavailableError } from './errors.js';
 import { KubeClient } from './kube-client.js';
+import { kubeVerb } from './request-metrics.js';
+import { Metrics } from '../metrics/metrics.js';
+import { parsePrometheusText, sumOf } from '../../test/support/prometheus-text.js';
 
 describe(KubeClient.name, () => {
   let server: Server;
@@ -136,6 +139,72 @@ describe(KubeClient.name, () => {
       });
       await expect(nowhere.json('GET', path)).rejects.toBeInstanceOf(KubeUnavailableError);
     });
+  });
+
+  it('counts every request it sends by verb and status code, and one that got no answer as error', async () => {
+    const metrics = new Metrics({ tenantLabels: false });
+    const target = {
+      kind: 'server' as const,
+      server: baseUrl,
+      token: 'test-token',
+      namespace: 'b',
+    };
+    const client = KubeClient.connect(target, 'kiln-operator', metrics);
+    const path = '/apis/kiln.dev/v1alpha1/namespaces/builds/builds';
+
+    await client.serverVersion();
+    await client.json('PATCH', `${path}/b1`, { spec: {} }, 'application/merge-patch+json');
+    await client.json('POST', path, { metadata: { name: 'b2' } });
+    await client.json('GET', path);
+    await expect(client.json('GET', `${path}/missing`)).rejects.toBeInstanceOf(KubeApiError);
+    await expect(client.json('DELETE', `${path}/overloaded`)).rejects.toBeInstanceOf(
+      KubeUnavailableError,
+    );
+    const nowhere = KubeClient.connect(
+      { ...target, server: 'http://127.0.0.1:9' },
+      'kiln-operator',
+      metrics,
+    );
+    await expect(nowhere.json('GET', `${path}/b1`)).rejects.toBeInstanceOf(KubeUnavailableError);
+
+    const families = parsePrometheusText((await metrics.render()).body);
+    const samples = families
+      .get('kiln_kube_api_requests_total')
+      ?.samples.map((sample) => `${sample.labels['verb']} ${sample.labels['code']} ${sample.value}`)
+      .sort();
+    expect(samples).toEqual([
+      'create 200 1',
+      'delete 503 1',
+      'get 200 1',
+      'get 404 1',
+      'get error 1',
+      'list 200 1',
+      'patch 200 1',
+    ]);
+    expect(sumOf(families, 'kiln_kube_api_requests_total')).toBe(7);
+  });
+
+  it('tells the verbs apart as the API server does: watch and list from get by query and path', () => {
+    const table: Array<[string, string, string]> = [
+      ['GET', '/api/v1/namespaces/kiln/pods?labelSelector=a%3Db&limit=500', 'list'],
+      ['GET', '/api/v1/namespaces/kiln/pods?watch=true&resourceVersion=7', 'watch'],
+      ['GET', '/api/v1/namespaces/kiln/pods/p1', 'get'],
+      ['GET', '/api/v1/namespaces/kiln/pods/p1/log?follow=true', 'get'],
+      ['GET', '/api/v1/namespaces', 'list'],
+      ['GET', '/api/v1/namespaces/kiln', 'get'],
+      ['GET', '/apis/kiln.dev/v1alpha1/namespaces/kiln/builds', 'list'],
+      ['GET', '/apis/kiln.dev/v1alpha1/namespaces/kiln/builds/b1', 'get'],
+      ['GET', '/apis/kiln.dev/v1alpha1/builds?watch=1', 'watch'],
+      ['GET', '/apis/coordination.k8s.io/v1/namespaces/kiln/leases/kiln-operator', 'get'],
+      ['GET', '/version', 'get'],
+      ['POST', '/apis/batch/v1/namespaces/kiln/jobs', 'create'],
+      ['PUT', '/apis/coordination.k8s.io/v1/namespaces/kiln/leases/kiln-operator', 'update'],
+      ['PATCH', '/apis/kiln.dev/v1alpha1/namespaces/kiln/builds/b1/status', 'patch'],
+      ['DELETE', '/apis/batch/v1/namespaces/kiln/jobs/j1?propagationPolicy=Background', 'delete'],
+    ];
+    expect(table.map(([method, path]) => kubeVerb(method, path))).toEqual(
+      table.map(([, , verb]) => verb),
+    );
   });
 
   it('surfaces a rejected credential as an error', async () => {

@@ -1,6 +1,8 @@
 import * as k8s from '@kubernetes/client-node';
-import { type Dispatcher, request } from 'undici';
+import { type Dispatcher, getGlobalDispatcher, request } from 'undici';
+import type { Metrics } from '../metrics/metrics.js';
 import { toKubeError } from './errors.js';
+import { countingInterceptor } from './request-metrics.js';
 
 /** Where to find the cluster: an explicit server (tests, the API server double) or kubeconfig. */
 export type KubeTarget =
@@ -24,11 +26,20 @@ export interface KubeServerVersion {
  * first dispatcher made for a cluster and user and hands it to every later request, so requests
  * and watches share keep-alive connections. Credentials sent as headers (tokens) are still set
  * per request; TLS material is read once per cluster and user, as that cache reads it.
+ *
+ * Every request to the API server passes here (the generated clients, watches, raw lists, log
+ * streams and `KubeClient.json`), and each is sent through the dispatcher set here: with
+ * `metrics`, that dispatcher counts each request by verb and status (request-metrics.ts).
  */
 class PooledKubeConfig extends k8s.KubeConfig {
   private readonly dispatchers = new Map<string, Dispatcher>();
+  /** The global dispatcher, counting: for clusters client-node makes no dispatcher for. */
+  private countedGlobal: Dispatcher | undefined;
 
-  constructor(private readonly userAgent: string) {
+  constructor(
+    private readonly userAgent: string,
+    private readonly metrics: Metrics | undefined,
+  ) {
     super();
   }
 
@@ -54,11 +65,20 @@ class PooledKubeConfig extends k8s.KubeConfig {
     // here only): API server audit logs, and the chart's RBAC test, tell them apart.
     context.setHeaderParam('User-Agent', this.userAgent);
     const made = context.getDispatcher();
-    if (made === undefined) return; // client-node's global dispatcher: pooled already
+    if (made === undefined) {
+      // client-node's global dispatcher: pooled already; counted through a wrapper of it.
+      if (this.metrics === undefined) return;
+      this.countedGlobal ??= getGlobalDispatcher().compose(countingInterceptor(this.metrics));
+      context.setDispatcher(this.countedGlobal);
+      return;
+    }
     const key = JSON.stringify([this.getCurrentCluster()?.name, this.getCurrentUser()?.name]);
-    const kept = this.dispatchers.get(key);
-    if (kept === undefined) this.dispatchers.set(key, made);
-    else context.setDispatcher(kept);
+    let kept = this.dispatchers.get(key);
+    if (kept === undefined) {
+      kept = this.metrics === undefined ? made : made.compose(countingInterceptor(this.metrics));
+      this.dispatchers.set(key, kept);
+    }
+    context.setDispatcher(kept);
   }
 }
 
@@ -74,9 +94,12 @@ export function segment(name: string): string {
 export class KubeClient {
   private constructor(private readonly config: k8s.KubeConfig) {}
 
-  /** `userAgent` names the sender in the API server's logs: `kiln-api`, `kiln-operator`, `kiln`. */
-  static connect(target: KubeTarget, userAgent = 'kiln'): KubeClient {
-    const config = new PooledKubeConfig(userAgent);
+  /**
+   * `userAgent` names the sender in the API server's logs: `kiln-api`, `kiln-operator`, `kiln`.
+   * With `metrics`, every request is counted in kiln_kube_api_requests_total.
+   */
+  static connect(target: KubeTarget, userAgent = 'kiln', metrics?: Metrics): KubeClient {
+    const config = new PooledKubeConfig(userAgent, metrics);
     switch (target.kind) {
       case 'default':
         config.loadFromDefault();
