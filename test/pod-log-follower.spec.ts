@@ -170,7 +170,7 @@ describe(BuildLogFollower.name, () => {
 
     const outcome = await follow(buildId, pod).done;
 
-    expect(outcome).toEqual({ complete: true, incomplete: [] });
+    expect(outcome).toEqual({ complete: true, incomplete: [], abandoned: 0 });
     const lines = await stored(buildId);
     expect(lines.slice(0, 2)).toEqual([
       { container: 'source', message: 'cloning' },
@@ -238,7 +238,7 @@ describe(BuildLogFollower.name, () => {
     await first.follower.stop();
     const outcome = await second.done;
 
-    expect(outcome).toEqual({ complete: true, incomplete: [] });
+    expect(outcome).toEqual({ complete: true, incomplete: [], abandoned: 0 });
     const messages = (await stored(buildId)).map((l) => l.message);
     expect(messages.slice(0, n)).toEqual(
       Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)),
@@ -259,7 +259,7 @@ describe(BuildLogFollower.name, () => {
       claim: { store, holder: 'operator-b', ttlMs: 1_000 },
     }).done;
 
-    expect(outcome).toEqual({ complete: true, incomplete: [] });
+    expect(outcome).toEqual({ complete: true, incomplete: [], abandoned: 0 });
     const messages = (await stored(buildId)).map((l) => l.message);
     expect(messages).toHaveLength(101);
     expect(verifyCrc(messages)).toBe(true);
@@ -347,7 +347,8 @@ describe(BuildLogFollower.name, () => {
     cluster.removePod(NS, pod);
     const outcome = await done;
 
-    expect(outcome).toEqual({ complete: false, incomplete: ['build'] });
+    // A deleted pod's gap, not one `abandon` left.
+    expect(outcome).toEqual({ complete: false, incomplete: ['build'], abandoned: 0 });
     const lines = await stored(buildId);
     expect(lines.at(-1)).toEqual({
       container: 'kiln',
@@ -368,7 +369,7 @@ describe(BuildLogFollower.name, () => {
 
     const outcome = await follower.abandon('the drain deadline passed');
 
-    expect(outcome).toEqual({ complete: false, incomplete: ['build'] });
+    expect(outcome).toEqual({ complete: false, incomplete: ['build'], abandoned: 1 });
     expect((await stored(buildId)).map((l) => l.message)).toEqual([
       'started',
       expect.stringMatching(/^WARN: \[kiln\] the drain deadline passed: its lines after /),

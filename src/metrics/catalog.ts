@@ -113,7 +113,8 @@ export const METRICS = {
     help:
       'Log lines not stored, each gap marked by a [kiln] line, by cause (limit: the build hit ' +
       'KILN_LOG_MAX_BYTES_PER_BUILD; database_unavailable: held lines past the bound; ' +
-      'drain_deadline: a pod stream not finished by the drain deadline).',
+      'drain_deadline: a container log not read to its end, or a pod never seen, by the drain ' +
+      'deadline: those lines were never read, so each such gap counts as 1).',
     labels: ['cause'],
     scope: 'core',
   },
@@ -165,39 +166,49 @@ export const METRICS = {
   // The operator.
   kiln_operator_reconciles_total: {
     type: 'counter',
-    help: 'Reconciles, by controller and result (success, requeue, error).',
+    help:
+      'Reconciles, by controller and result (success; requeue: it asked to look again after a ' +
+      'wait, a 409 included; error: it failed and is retried with backoff, or not at all when ' +
+      'permanent). One cut short by a lost lease or a shutdown is not counted.',
     labels: ['controller', 'result'],
     scope: 'operator',
   },
   kiln_operator_reconcile_duration_seconds: {
     type: 'histogram',
-    help: 'Time one reconcile took, by controller.',
+    help: 'Time one reconcile took, by controller (each one counted in reconciles_total).',
     labels: ['controller'],
     scope: 'operator',
     buckets: CALL_SECONDS,
   },
   kiln_operator_workqueue_depth: {
     type: 'gauge',
-    help: 'Keys waiting in the work queue, by controller.',
+    help:
+      'Keys waiting in the work queue for a worker, by controller (not keys a worker holds or ' +
+      'that wait out a requeue delay).',
     labels: ['controller'],
     scope: 'operator',
   },
   kiln_operator_workqueue_latency_seconds: {
     type: 'histogram',
-    help: 'Time a key waited in the work queue before a worker took it, by controller.',
+    help:
+      'Time from when a key was added to the work queue until a worker took it, by controller ' +
+      '(a key added again while it waits keeps its first time).',
     labels: ['controller'],
     scope: 'operator',
     buckets: CALL_SECONDS,
   },
   kiln_operator_watch_restarts_total: {
     type: 'counter',
-    help: 'Watches restarted (after an error, a 410 or an idle timeout), by resource.',
+    help:
+      'Watches restarted, by resource (the informer): after an error, a 410 Gone (relist), a ' +
+      'stream ended early (the 30 s idle timeout of a quiet collection) or one silent past its ' +
+      'lifetime; not the routine end the server makes at the requested lifetime.',
     labels: ['resource'],
     scope: 'operator',
   },
   kiln_operator_leader: {
     type: 'gauge',
-    help: '1 while this replica holds the operator lease, else 0.',
+    help: '1 while this replica holds the operator lease, else 0 (0 in roles without the operator).',
     labels: [],
     scope: 'operator',
   },
@@ -205,7 +216,8 @@ export const METRICS = {
     type: 'counter',
     help:
       'Requests to the Kubernetes API server, by verb (get, list, watch, create, update, patch, ' +
-      'delete) and HTTP status code (error when none came back).',
+      'delete) and HTTP status code (error when none came back). A watch or a log stream counts ' +
+      'once, when it opens.',
     labels: ['verb', 'code'],
     scope: 'operator',
   },

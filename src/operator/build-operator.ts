@@ -25,6 +25,7 @@ import { KubeWorkloads } from '../kubernetes/workloads.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import { BuildLogsRepository } from '../logs/build-logs.repository.js';
 import { LogSink } from '../logs/log-sink.js';
+import { Metrics } from '../metrics/metrics.js';
 import {
   BUILD_GROUP,
   BUILD_PLURAL,
@@ -72,6 +73,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     private readonly sealer: SecretSealer,
     private readonly access: BuildAccess,
     private readonly admission: Admission,
+    private readonly metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -111,6 +113,8 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       // each cached object's size.
       transform: trimForCache,
       logger,
+      // Each informer's name is the `resource` label of its watch restarts.
+      metrics: this.metrics,
     };
     const kilnOnly = `${KILN_LABELS.managedBy}=${MANAGED_BY_KILN}`;
     const builds = new Informer<BuildResource>(
@@ -229,6 +233,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       logger,
       // A follower that read its pod's log to the end: the Build's end can be recorded now.
       wake: (key) => this.runtime?.enqueue(key),
+      metrics: this.metrics,
       settings: {
         ...DEFAULT_RECONCILER_SETTINGS,
         job: jobSettingsOf(this.config),
@@ -270,6 +275,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
         renewDeadlineMs: settings.renewDeadlineMs,
         retryPeriodMs: settings.retryPeriodMs,
         logger,
+        metrics: this.metrics,
       }),
       () => reconciler.stopAll(),
     );
@@ -279,6 +285,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       workers: settings.workers,
       name: 'builds',
       logger,
+      metrics: this.metrics,
     });
     for (const [namespace, { builds, jobs, pods, jobEvents, workloads }] of informers) {
       // A Build owns its Job in its own namespace (owner references cannot cross namespaces).

@@ -29,6 +29,8 @@ import { BuildReconciler, LOGS_FINALIZER } from './build-reconciler.js';
 import { ownerOf } from './job-assembler.js';
 import { StatusMirror } from './status-mirror.js';
 import { DEFAULT_LOG_FOLLOWER_OPTIONS } from './log-follower.js';
+import { Metrics } from '../../metrics/metrics.js';
+import { parsePrometheusText, sumOf } from '../../../test/support/prometheus-text.js';
 import type {
   BuildWriter,
   ReconcilerDeps,
@@ -274,6 +276,8 @@ interface Effects {
   readonly requeueAfterMs: number | undefined;
   /** Keys the log drain woke (from the earlier reconcile on, until things settled after this one). */
   readonly woken: readonly string[];
+  /** kiln_log_lines_dropped_total{cause="drain_deadline"} afterwards: one per gap. */
+  readonly droppedAtDeadline: number;
 }
 
 interface StatusSummary {
@@ -548,6 +552,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
   // The process started at the earlier reconcile, or at this one.
   let now = NOW - (earlier?.sinceS ?? 0) * 1000;
   const woken: string[] = [];
+  const metrics = new Metrics({ tenantLabels: false });
   /** What the informers' caches hold. */
   let cached = { job: given.job, pod: given.pod };
   const key = `${NS}/${given.build.metadata.name}`;
@@ -586,6 +591,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
       job: { ...DEFAULT_JOB_SETTINGS, steps: { ...DEFAULT_JOB_SETTINGS.steps, ...given.steps } },
     },
     wake: (k) => woken.push(k),
+    metrics,
     now: () => now,
   };
   const reconciler = new BuildReconciler(deps);
@@ -607,7 +613,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     }
     const result = await reconciler.reconcile(key, signal);
     await settle();
-    return await effectsOf(given, { cluster, sink, woken }, result?.requeueAfterMs);
+    return await effectsOf(given, { cluster, sink, woken, metrics }, result?.requeueAfterMs);
   } finally {
     reconciler.close();
     await reconciler.stopAll();
@@ -631,7 +637,12 @@ async function settle(): Promise<void> {
 
 async function effectsOf(
   given: Given,
-  { cluster, sink, woken }: { cluster: FakeCluster; sink: FakeSink; woken: string[] },
+  {
+    cluster,
+    sink,
+    woken,
+    metrics,
+  }: { cluster: FakeCluster; sink: FakeSink; woken: string[]; metrics: Metrics },
   requeueAfterMs: number | undefined,
 ): Promise<Effects> {
   const id = given.build.metadata.labels?.['kiln.dev/build-id'] ?? cluster.status?.buildId;
@@ -662,6 +673,11 @@ async function effectsOf(
         : [record.status, record.failureReason].filter((v) => v !== null).join(' '),
     requeueAfterMs,
     woken: woken.map(anonymous),
+    droppedAtDeadline: sumOf(
+      parsePrometheusText((await metrics.render()).body),
+      'kiln_log_lines_dropped_total',
+      { cause: 'drain_deadline' },
+    ),
   };
 }
 
@@ -1428,7 +1444,8 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
           earlier: { sinceS: 5, log: 'reading', job: world.job(record, build, { active: 1 }), pod },
         };
       },
-      want: { record: 'failed PodDeleted' },
+      // A deleted pod's gap is not the drain deadline's.
+      want: { record: 'failed PodDeleted', droppedAtDeadline: 0 },
     },
     'fails with PodDeleted in a process that never saw the build, when the pod its status names is gone':
       {
@@ -1464,6 +1481,8 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
           ],
           record: 'success',
           requeueAfterMs: undefined,
+          // One gap: how many lines it hides is unknown.
+          droppedAtDeadline: 1,
         },
       },
     'waits for the log of an ended Job while it is read, and records nothing yet': {
@@ -1492,6 +1511,8 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
         record: 'success',
         // Given up on by the reconciler, which goes on at once: no wake.
         woken: [],
+        // One gap per container.
+        droppedAtDeadline: 2,
       },
     },
     'waits for the pod of an ended Job that the cache has not shown yet': {

@@ -25,7 +25,7 @@ interface Drain {
 
 type DrainDeps = Pick<
   ReconcilerDeps,
-  'logs' | 'sink' | 'cursors' | 'logClaim' | 'logger' | 'settings' | 'wake'
+  'logs' | 'sink' | 'cursors' | 'logClaim' | 'logger' | 'settings' | 'wake' | 'metrics'
 >;
 
 /**
@@ -88,11 +88,12 @@ export class LogDrains {
     const left = drain.drainingSince + deadlineMs - this.now();
     if (!podGone && left > 0) return left;
     drain.letGo = true;
-    await drain.follower.abandon(
+    const outcome = await drain.follower.abandon(
       podGone
         ? 'the pod was deleted before its log was read'
         : `the log was not read to its end within ${seconds(deadlineMs)} s of the build's end`,
     );
+    if (!podGone) this.droppedAtDeadline(outcome.abandoned);
     return undefined;
   }
 
@@ -125,6 +126,7 @@ export class LogDrains {
     await this.deps.sink.append(record.id, [
       { text: `WARN: [kiln] ${why}: the log of every container is missing`, container: 'kiln' },
     ]);
+    if (!podSeen) this.droppedAtDeadline(1);
     return undefined;
   }
 
@@ -164,6 +166,15 @@ export class LogDrains {
     this.drains.clear();
     for (const drain of all) drain.letGo = true;
     await Promise.all(all.map((drain) => drain.follower.stop()));
+  }
+
+  /**
+   * Counts the gaps the drain deadline left, one per marker line: how many lines each hides is
+   * unknown (they were never read), so each gap counts as one line.
+   */
+  private droppedAtDeadline(gaps: number): void {
+    if (gaps > 0)
+      this.deps.metrics.inc('kiln_log_lines_dropped_total', { cause: 'drain_deadline' }, gaps);
   }
 
   private start(

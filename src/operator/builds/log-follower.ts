@@ -101,6 +101,8 @@ export interface FollowOutcome {
   readonly complete: boolean;
   /** Containers whose log was not read to the end (a marker line says so for each). */
   readonly incomplete: readonly string[];
+  /** Of those, how many `abandon` gave up on (the drain deadline's markers). */
+  readonly abandoned: number;
 }
 
 /**
@@ -125,6 +127,8 @@ export class BuildLogFollower {
   private held = false;
   /** Lines handed to LogSink whose append has not returned yet. */
   private unanswered = 0;
+  /** Containers given up on by `abandon`, each with its marker line. */
+  private abandoned = 0;
 
   constructor(
     private readonly deps: LogFollowerDeps,
@@ -171,7 +175,11 @@ export class BuildLogFollower {
     if (claim === undefined) return this.followAll();
     if (!(await this.claimed(claim))) {
       // Stopped or abandoned while another follower held the log: that one stores it.
-      return { complete: false, incomplete: this.target.containers.map((c) => c.name) };
+      return {
+        complete: false,
+        incomplete: this.target.containers.map((c) => c.name),
+        abandoned: 0,
+      };
     }
     const renewal = setInterval(() => void this.renew(claim), Math.max(100, claim.ttlMs / 3));
     try {
@@ -252,7 +260,7 @@ export class BuildLogFollower {
     }
     await this.writing.catch(() => undefined);
     await this.untilStored();
-    return { complete: incomplete.length === 0, incomplete };
+    return { complete: incomplete.length === 0, incomplete, abandoned: this.abandoned };
   }
 
   /**
@@ -293,6 +301,7 @@ export class BuildLogFollower {
       if (this.stopper.signal.aborted) {
         if (this.abandonReason !== undefined && state !== 'skipped') {
           await this.marker(container.name, cursor, this.abandonReason);
+          this.abandoned++;
         }
         return state === 'skipped';
       }

@@ -9,6 +9,7 @@ import type { KubeWorkloads } from '../../kubernetes/workloads.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import type { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { LogSink } from '../../logs/log-sink.js';
+import type { Metrics } from '../../metrics/metrics.js';
 import type { KueueWorkload } from './pod-wait.js';
 import type { SecretSealer } from '../../secrets/secret-sealer.js';
 import type { BuildResource } from '../api/build-resource.js';
@@ -151,6 +152,8 @@ export interface ReconcilerDeps {
    * follower read every stream). The operator wires it to its work queue.
    */
   readonly wake: (key: string) => void;
+  /** Counts the gaps the drain deadline leaves in a log (kiln_log_lines_dropped_total). */
+  readonly metrics: Pick<Metrics, 'inc'>;
   readonly now?: () => number;
 }
 
