@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
 import { Admission } from './admission.js';
+import { AdmissionMetrics } from './admission-metrics.js';
 import { AdmissionStore } from './admission.repository.js';
 
 /**
@@ -10,7 +11,7 @@ import { AdmissionStore } from './admission.repository.js';
  */
 @Module({
   imports: [LifecycleModule, LogsModule],
-  providers: [AdmissionStore, Admission],
+  providers: [AdmissionStore, Admission, AdmissionMetrics],
   exports: [Admission],
 })
 export class AdmissionModule {}

@@ -70,7 +70,7 @@ describe(AdmissionStore.name, () => {
       const { tenantId, projectId } = await tenant('one');
       const buildId = await ground.newBuild(tenantId, projectId);
 
-      expect(await store.enqueue(buildId)).toBe('waiting');
+      expect((await store.enqueue(buildId))?.kind).toBe('waiting');
       expect(await row(buildId)).toMatchObject({ admitted_at: null, released_at: null });
       expect((await ground.snapshot()).waiting).toEqual([
         expect.objectContaining({ buildId, tenantId, projectId }),
@@ -89,13 +89,13 @@ describe(AdmissionStore.name, () => {
       const free = await tenant('free');
       const first = await ground.newBuild(free.tenantId, free.projectId);
 
-      expect(await store.enqueue(first, true)).toBe('admitted');
+      expect((await store.enqueue(first, true))?.kind).toBe('admitted');
       expect((await row(first))!.admitted_at).toBeInstanceOf(Date);
 
       // Any tenant's own limit, even another's, means a pass must decide.
       await tenant('held', { maxRunning: 1 });
       const second = await ground.newBuild(free.tenantId, free.projectId);
-      expect(await store.enqueue(second, true)).toBe('waiting');
+      expect((await store.enqueue(second, true))?.kind).toBe('waiting');
       expect(await row(second)).toMatchObject({ admitted_at: null });
     });
 

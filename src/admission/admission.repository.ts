@@ -22,6 +22,34 @@ export interface AdmittedBuild {
   readonly admittedAt: Date;
   /** What it waited for when a pass saw it waiting (null: admitted by the pass after its start). */
   readonly waitedFor: string | null;
+  /** The build's method (its spec's). */
+  readonly method: string;
+}
+
+/** What `enqueue` recorded: a wait, or an admission at once (with its times and method). */
+export type Enqueued =
+  | { readonly kind: 'waiting' }
+  | {
+      readonly kind: 'admitted';
+      readonly tenantId: string;
+      readonly method: string;
+      readonly queuedAt: Date;
+      readonly admittedAt: Date;
+    };
+
+/**
+ * The open rows of build_admissions whose build still runs, grouped as the scrape-time gauges
+ * read them (AdmissionMetrics).
+ */
+export interface QueueGaugeRow {
+  /** The tenant's id, or null when not grouped by tenant. */
+  readonly tenantId: string | null;
+  readonly admitted: boolean;
+  /** What they wait for: admission's reason (`Pending` before one is written), the cluster's. */
+  readonly reason: string | null;
+  readonly builds: number;
+  /** Seconds the longest of them has waited to be admitted (null: admitted). */
+  readonly oldestSeconds: number | null;
 }
 
 export interface WaitingPlace {
@@ -111,6 +139,7 @@ interface AdmittedRow {
   queued_at: Date;
   admitted_at: Date;
   before: string | null;
+  method: string;
 }
 
 /**
@@ -130,23 +159,40 @@ export class AdmissionStore {
    * tenant has a limit of its own either, so nothing could hold it; undefined when it changed
    * nothing (the build waits or ran already, is not in_progress, or does not exist).
    */
-  async enqueue(buildId: string, atOnce = false): Promise<'waiting' | 'admitted' | undefined> {
-    const [row] = await this.dataSource.query<Array<{ admitted: boolean }>>(
-      `INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at, admitted_at)
-       SELECT id, tenant_id, project_id, coalesce(started_at, now()),
-              CASE WHEN $2::boolean AND NOT EXISTS (
-                     SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
-                   THEN statement_timestamp() END
-         FROM builds WHERE id = $1 AND status = 'in_progress'
-       ON CONFLICT (build_id) DO UPDATE
-          SET queued_at = EXCLUDED.queued_at, admitted_at = EXCLUDED.admitted_at,
-              released_at = NULL, reason = NULL, message = NULL
-        WHERE build_admissions.admitted_at IS NULL AND build_admissions.released_at IS NOT NULL
-       RETURNING admitted_at IS NOT NULL AS admitted`,
+  async enqueue(buildId: string, atOnce = false): Promise<Enqueued | undefined> {
+    const [row] = await this.dataSource.query<
+      Array<{
+        tenant_id: string;
+        queued_at: Date;
+        admitted_at: Date | null;
+        method: string;
+      }>
+    >(
+      `WITH enqueued AS (
+         INSERT INTO build_admissions (build_id, tenant_id, project_id, queued_at, admitted_at)
+         SELECT id, tenant_id, project_id, coalesce(started_at, now()),
+                CASE WHEN $2::boolean AND NOT EXISTS (
+                       SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
+                     THEN statement_timestamp() END
+           FROM builds WHERE id = $1 AND status = 'in_progress'
+         ON CONFLICT (build_id) DO UPDATE
+            SET queued_at = EXCLUDED.queued_at, admitted_at = EXCLUDED.admitted_at,
+                released_at = NULL, reason = NULL, message = NULL
+          WHERE build_admissions.admitted_at IS NULL AND build_admissions.released_at IS NOT NULL
+         RETURNING build_id, tenant_id, queued_at, admitted_at)
+       SELECT e.tenant_id, e.queued_at, e.admitted_at, b.spec ->> 'method' AS method
+         FROM enqueued e JOIN builds b ON b.id = e.build_id`,
       [buildId, atOnce],
     );
     if (row === undefined) return undefined;
-    return row.admitted ? 'admitted' : 'waiting';
+    if (row.admitted_at === null) return { kind: 'waiting' };
+    return {
+      kind: 'admitted',
+      tenantId: row.tenant_id,
+      method: row.method,
+      queuedAt: row.queued_at,
+      admittedAt: row.admitted_at,
+    };
   }
 
   /**
@@ -202,6 +248,7 @@ export class AdmissionStore {
       queuedAt: row.queued_at,
       admittedAt: row.admitted_at,
       waitedFor: row.before,
+      method: row.method,
     }));
   }
 
@@ -364,6 +411,41 @@ export class AdmissionStore {
       });
     }
     return { generation: rows[0]?.generation ?? '0', states };
+  }
+
+  /**
+   * The builds admission holds open whose build still runs, counted by whether they are admitted
+   * and what they wait for (and by tenant when `byTenant`), with the longest wait to be admitted:
+   * the scrape-time gauges, in one statement over the open rows (build_admissions_open_idx).
+   */
+  async gauges(byTenant: boolean): Promise<QueueGaugeRow[]> {
+    const rows = await this.dataSource.query<
+      Array<{
+        tenant_id: string | null;
+        admitted: boolean;
+        reason: string | null;
+        builds: number;
+        oldest: number | null;
+      }>
+    >(
+      `SELECT CASE WHEN $1::boolean THEN a.tenant_id END AS tenant_id,
+              a.admitted_at IS NOT NULL AS admitted,
+              CASE WHEN a.admitted_at IS NULL THEN coalesce(a.reason, 'Pending') ELSE a.reason END
+                AS reason,
+              count(*)::int AS builds,
+              extract(epoch FROM statement_timestamp() - min(a.queued_at))::float8 AS oldest
+         FROM build_admissions a JOIN builds b ON b.id = a.build_id
+        WHERE a.released_at IS NULL AND b.status = 'in_progress'
+        GROUP BY 1, 2, 3`,
+      [byTenant],
+    );
+    return rows.map((row) => ({
+      tenantId: row.tenant_id,
+      admitted: row.admitted,
+      reason: row.reason,
+      builds: row.builds,
+      oldestSeconds: row.admitted ? null : row.oldest,
+    }));
   }
 
   /** How many builds of the tenant wait to be admitted. */

@@ -186,6 +186,10 @@ export const SWEEP = `
     FROM builds b
    WHERE b.id = a.build_id AND a.released_at IS NULL AND b.status <> 'in_progress'`;
 
+/** The build method of an admitted row (`admitted`), for kiln_build_wait_seconds. */
+const METHOD_OF_ADMITTED = `(SELECT b.spec ->> 'method' FROM builds b WHERE b.id = admitted.build_id)
+    AS method`;
+
 /**
  * Admits every waiting build, first started first: admission when nothing is limited. Admits
  * nothing once a tenant has a limit of its own (`admitOf` orders the queue then).
@@ -200,7 +204,7 @@ export const ADMIT_ALL = `
     RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, a.seq,
               b.reason AS before
   )
-  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
+  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before, ${METHOD_OF_ADMITTED}
     FROM admitted ORDER BY seq`;
 
 /**
@@ -222,7 +226,7 @@ export const admitOf = (scope: QueueScope | null, limits: LimitsSql) => `
     RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position,
               c.before
   )
-  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before
+  SELECT build_id, tenant_id, project_id, queued_at, admitted_at, before, ${METHOD_OF_ADMITTED}
     FROM admitted ORDER BY position`;
 
 /** $1, $2, $3 of a QUEUE statement: the tenants' default limit, the projects', the installation's. */

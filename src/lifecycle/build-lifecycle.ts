@@ -1,16 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { ConflictError, NotFoundError } from '../common/errors.js';
 import { withoutCredentials } from '../common/url-credentials.js';
 import type { PushedImages } from '../manifest/formats.js';
 import type { BuildEntity } from './build.entity.js';
 import { type BuildEvent, type BuildStatus, canRetry, TRANSITIONS } from './build-state.js';
-import { type FailureReason } from '../manifest/failure-reasons.js';
+import { failureClass, type FailureReason } from '../manifest/failure-reasons.js';
+import { Metrics } from '../metrics/metrics.js';
 import {
   type BuildListQuery,
   type BuildPage,
   BuildsRepository,
   type NewBuild,
   type TransitionChanges,
+  type Transitioned,
 } from './builds.repository.js';
 
 const BUILD_NOT_FOUND = 'Build not found';
@@ -29,7 +31,11 @@ export interface CreatedBuild {
  */
 @Injectable()
 export class BuildLifecycle {
-  constructor(private readonly builds: BuildsRepository) {}
+  /** Without Metrics (medium tests build the lifecycle by hand) nothing is counted. */
+  constructor(
+    private readonly builds: BuildsRepository,
+    @Optional() private readonly metrics?: Metrics,
+  ) {}
 
   /** Creates a queued build with the project's next number. */
   async create(build: NewBuild): Promise<CreatedBuild> {
@@ -231,13 +237,54 @@ export class BuildLifecycle {
   ): Promise<BuildEntity> {
     const { from, to } = TRANSITIONS[event];
     const updated = await this.builds.transition(id, tenantId, from, to, changes);
-    if (updated !== undefined) return updated;
+    if (updated !== undefined) {
+      this.count(event, updated);
+      return updated.build;
+    }
     const current =
       tenantId === undefined
         ? await this.builds.findById(id)
         : await this.builds.findInTenant(tenantId, id);
     if (current === undefined) throw new NotFoundError(BUILD_NOT_FOUND);
     throw conflict(current.status, event, from);
+  }
+
+  /**
+   * Counts a transition once it is written (its statement committed). A transition that lost its
+   * race, or an outcome reported again, wrote nothing and is not counted.
+   */
+  private count(event: BuildEvent, { build, runSeconds }: Transitioned): void {
+    if (this.metrics === undefined) return;
+    const method = build.spec.method;
+    const tenant = build.tenantId;
+    switch (event) {
+      case 'start':
+        this.metrics.inc('kiln_builds_started_total', { method, tenant });
+        return;
+      case 'unstart':
+        return;
+      case 'succeed':
+      case 'fail':
+      case 'cancel': {
+        const result = build.status;
+        const reason = build.status === 'failed' ? build.failureReason : null;
+        this.metrics.inc('kiln_builds_finished_total', {
+          method,
+          result,
+          reason: reason ?? 'none',
+          class: reason === null ? 'none' : failureClass(reason),
+          tenant,
+        });
+        if (runSeconds !== null) {
+          this.metrics.observe(
+            'kiln_build_duration_seconds',
+            { method, result, tenant },
+            Math.max(0, runSeconds),
+          );
+        }
+        return;
+      }
+    }
   }
 }
 

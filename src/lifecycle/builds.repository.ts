@@ -65,6 +65,16 @@ export interface TransitionChanges {
   readonly pushed?: PushedImages;
 }
 
+/** A transition that applied: the build as written, and how long it ran when it ended. */
+export interface Transitioned {
+  readonly build: BuildEntity;
+  /**
+   * Seconds from the build's admission (build_admissions.admitted_at, or started_at when it was
+   * never admitted) to completed_at, by the database's clock; null unless the build ended.
+   */
+  readonly runSeconds: number | null;
+}
+
 export type InsertOutcome =
   | { kind: 'created'; build: BuildEntity }
   | { kind: 'project-missing' }
@@ -311,6 +321,7 @@ export class BuildsRepository {
   /**
    * The conditional update every state change goes through: it applies only while the build is
    * still in `from`, so of two racing writers exactly one wins. Undefined when it did not apply.
+   * The statement commits by itself: what it answers is written.
    */
   async transition(
     id: string,
@@ -318,7 +329,7 @@ export class BuildsRepository {
     from: BuildStatus,
     to: BuildStatus,
     changes: TransitionChanges = {},
-  ): Promise<BuildEntity | undefined> {
+  ): Promise<Transitioned | undefined> {
     const sets = ['status = $3', 'updated_at = now()'];
     const params: unknown[] = [id, from, to];
     const set = (column: string, value: unknown) => {
@@ -351,13 +362,18 @@ export class BuildsRepository {
       where += ` AND tenant_id = $${params.length}`;
     }
     params.push(STATUS_CHANNEL);
-    // The change and its announcement (for live log streams) in one statement.
-    const [row] = await this.dataSource.query<BuildRow[]>(
+    // The change and its announcement (for live log streams) in one statement; the run's length
+    // for kiln_build_duration_seconds, from admission's record of when the build was admitted.
+    const [row] = await this.dataSource.query<Array<BuildRow & { run_seconds: number | null }>>(
       `WITH changed AS (UPDATE builds SET ${sets.join(', ')} WHERE ${where} RETURNING *)
-       SELECT ${BUILD_COLUMNS}, pg_notify($${params.length}, id || ':' || status) FROM changed`,
+       SELECT ${BUILD_COLUMNS}, pg_notify($${params.length}, id || ':' || status),
+              extract(epoch FROM completed_at - coalesce(
+                (SELECT a.admitted_at FROM build_admissions a WHERE a.build_id = changed.id),
+                started_at))::float8 AS run_seconds
+         FROM changed`,
       params,
     );
-    return row === undefined ? undefined : buildOf(row);
+    return row === undefined ? undefined : { build: buildOf(row), runSeconds: row.run_seconds };
   }
 
   /** Records the runner's step count; only while the build runs. */
