@@ -30,6 +30,8 @@ export interface HeldLine {
   readonly line: NewLogLine;
   readonly bytes: number;
   readonly step: Step | undefined;
+  /** A registered secret was replaced by the mask in it (kiln_log_lines_masked_total). */
+  readonly masked: boolean;
 }
 
 /** Where held lines were dropped: stored as one WARN line. `ts` is the last dropped line's. */

@@ -1,13 +1,15 @@
 import {
   Inject,
   Injectable,
+  Optional,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
-import { BuildLogsRepository } from './build-logs.repository.js';
+import { Metrics } from '../metrics/metrics.js';
+import { BuildLogsRepository, type PurgeBatch } from './build-logs.repository.js';
 
 /**
  * Removes the lines of deleted builds in the background (docs/adr/0027-log-purge.md). A build's
@@ -29,6 +31,8 @@ export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown 
     private readonly logs: BuildLogsRepository,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    /** Without Metrics (medium tests build the purger by hand) nothing is counted. */
+    @Optional() private readonly metrics?: Metrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -48,9 +52,7 @@ export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown 
   async drain(): Promise<number> {
     let total = 0;
     for (;;) {
-      const batch = await this.exclusive(() =>
-        this.logs.purgeBatch(this.config.logPurgeBatchLines),
-      );
+      const batch = await this.purgeBatch();
       if (batch === undefined) return total;
       total += batch.deleted;
     }
@@ -65,9 +67,7 @@ export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown 
   private async tick(): Promise<void> {
     const started = performance.now();
     try {
-      const batch = await this.exclusive(() =>
-        this.logs.purgeBatch(this.config.logPurgeBatchLines),
-      );
+      const batch = await this.purgeBatch();
       if (batch === undefined) {
         this.schedule(this.config.logPurgePollMs);
         return;
@@ -79,6 +79,15 @@ export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown 
       this.logger.warn({ err: error }, 'log purge failed; trying again later');
       this.schedule(this.config.logPurgePollMs);
     }
+  }
+
+  /** One batch, counted once its transaction committed. */
+  private async purgeBatch(): Promise<PurgeBatch | undefined> {
+    const batch = await this.exclusive(() => this.logs.purgeBatch(this.config.logPurgeBatchLines));
+    if (batch !== undefined && batch.deleted > 0) {
+      this.metrics?.inc('kiln_log_lines_purged_total', {}, batch.deleted);
+    }
+    return batch;
   }
 
   /** One batch at a time in this process (a drain and the loop never overlap). */

@@ -4,6 +4,7 @@ import { isDatabaseUnavailable } from '../common/database-errors.js';
 import { NotFoundError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
+import { Metrics } from '../metrics/metrics.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import { inspectLine } from './builder-output.js';
 import { type BuilderFormat } from '../manifest/formats.js';
@@ -112,6 +113,8 @@ export class LogSink implements OnModuleDestroy {
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
     @Optional() @Inject(LOG_BUFFER_LIMITS) limits?: Partial<LogBufferLimits>,
+    /** Without Metrics (medium tests build the sink by hand) nothing is counted. */
+    @Optional() private readonly metrics?: Metrics,
   ) {
     this.limits = { ...DEFAULT_LOG_BUFFER_LIMITS, ...limits };
     this.registerProcessSecrets(kilnSecrets(config, logs.connectionUrl()));
@@ -195,7 +198,7 @@ export class LogSink implements OnModuleDestroy {
       backlog !== undefined &&
       !(await settlesWithin(backlog.done, this.limits.releaseTimeoutMs))
     ) {
-      backlog.abandoned = true;
+      this.abandon(backlog);
       if (this.backlogs.get(buildId) === backlog) this.backlogs.delete(buildId);
       this.logger.error(
         { build_id: buildId, lost: backlog.unstored(), waitedMs: this.limits.releaseTimeoutMs },
@@ -210,7 +213,7 @@ export class LogSink implements OnModuleDestroy {
   /** Lines still held in memory are lost with the process: say how many. */
   onModuleDestroy(): void {
     for (const [buildId, backlog] of this.backlogs) {
-      backlog.abandoned = true;
+      this.abandon(backlog);
       this.logger.error(
         { build_id: buildId, lost: backlog.unstored() },
         'shutting down while the database is unavailable: held log lines are lost',
@@ -234,7 +237,9 @@ export class LogSink implements OnModuleDestroy {
       // A piece cut at the splitter's cap goes on in the next piece: mask it joined with what was
       // held back, and hold back its tail, so a secret across the cut is masked whole.
       const joined = carry === undefined ? line.text : carry.text + line.text;
-      const masked = withoutCredentials(masker.mask(joined));
+      const secretless = masker.mask(joined);
+      const hidSecret = secretless !== joined;
+      const masked = withoutCredentials(secretless);
       let text = masked;
       carry = undefined;
       if (line.continued === true) {
@@ -262,6 +267,7 @@ export class LogSink implements OnModuleDestroy {
           },
           bytes: Buffer.byteLength(piece, 'utf8'),
           step: insight.step,
+          masked: hidSecret,
         });
       });
     }
@@ -294,6 +300,7 @@ export class LogSink implements OnModuleDestroy {
     if (held !== undefined) return this.hold(buildId, held, lines);
     let result: AppendResult | undefined;
     const known = this.knownLines.get(buildId);
+    const timer = this.metrics?.startTimer('kiln_log_append_duration_seconds');
     try {
       result = await this.logs.append(
         buildId,
@@ -315,6 +322,8 @@ export class LogSink implements OnModuleDestroy {
       return { buffered: true, pending: backlog.pending };
     }
     if (result === undefined) throw new NotFoundError('Build not found');
+    timer?.();
+    this.countStored(lines, result);
     this.knownLines.set(buildId, result.lastSeq + 1);
     await this.reportStep(buildId, lines);
     return { buffered: false, ...result };
@@ -322,6 +331,9 @@ export class LogSink implements OnModuleDestroy {
 
   private hold(buildId: string, backlog: Backlog, lines: readonly HeldLine[]): SinkAppendResult {
     const dropped = backlog.hold(lines);
+    if (dropped > 0) {
+      this.metrics?.inc('kiln_log_lines_dropped_total', { cause: 'database_unavailable' }, dropped);
+    }
     if (dropped > 0 && !backlog.warnedFull) {
       backlog.warnedFull = true;
       this.logger.warn(
@@ -342,6 +354,7 @@ export class LogSink implements OnModuleDestroy {
         const batch = backlog.next();
         if (batch === undefined) break;
         let result: AppendResult | undefined;
+        const timer = this.metrics?.startTimer('kiln_log_append_duration_seconds');
         try {
           result = await this.logs.append(
             buildId,
@@ -368,6 +381,8 @@ export class LogSink implements OnModuleDestroy {
           continue;
         }
         if (result === undefined) throw new NotFoundError('Build not found');
+        timer?.();
+        this.countStored(batch.entries, result);
         backlog.stored();
         stored += batch.entries.length;
         wait = RETRY_FIRST_MS;
@@ -382,13 +397,50 @@ export class LogSink implements OnModuleDestroy {
     } catch (error) {
       // The build is gone (deleted while the database was away) or the write is refused for
       // good: retrying cannot help.
-      backlog.abandoned = true;
+      this.abandon(backlog);
       this.logger.error(
         { build_id: buildId, err: error, lost: backlog.unstored() },
         'held log lines could not be stored; they are lost',
       );
     } finally {
       if (this.backlogs.get(buildId) === backlog) this.backlogs.delete(buildId);
+    }
+  }
+
+  /**
+   * Counts what one committed append stored and refused. The repository stores a batch's lines
+   * in order up to the cap: the first `entries.length - dropped` of them went in (the cap's
+   * marker, when it wrote one, is counted as a stored line).
+   */
+  private countStored(entries: readonly Held[], result: AppendResult): void {
+    if (this.metrics === undefined) return;
+    if (result.dropped > 0) {
+      this.metrics.inc('kiln_log_lines_dropped_total', { cause: 'limit' }, result.dropped);
+    }
+    // A retry that found its lines stored by the attempt before it stores nothing again.
+    if (result.stored === 0) return;
+    const kept = entries.slice(0, entries.length - result.dropped);
+    let bytes = 0;
+    let masked = 0;
+    for (const entry of kept) {
+      bytes += entry.kind === 'line' ? entry.bytes : Buffer.byteLength(toNewLogLine(entry).message);
+      if (entry.kind === 'line' && entry.masked) masked++;
+    }
+    this.metrics.inc('kiln_log_lines_stored_total', {}, result.stored);
+    this.metrics.inc('kiln_log_bytes_stored_total', {}, bytes);
+    if (masked > 0) this.metrics.inc('kiln_log_lines_masked_total', {}, masked);
+  }
+
+  /** Gives up on a backlog once: the lines it still holds are lost, and counted as dropped. */
+  private abandon(backlog: Backlog): void {
+    if (backlog.abandoned) return;
+    backlog.abandoned = true;
+    if (backlog.pending > 0) {
+      this.metrics?.inc(
+        'kiln_log_lines_dropped_total',
+        { cause: 'database_unavailable' },
+        backlog.pending,
+      );
     }
   }
 
