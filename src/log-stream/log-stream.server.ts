@@ -30,7 +30,8 @@ import { requestIdFrom } from '../common/request-context.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
 import { LogHub } from '../logs/log-hub.js';
-import { LogStreamSession } from './log-stream.session.js';
+import { Metrics } from '../metrics/metrics.js';
+import { LogStreamSession, type SessionEnd } from './log-stream.session.js';
 
 const ROUTE = /^\/api\/v1\/builds\/([^/]+)\/logs\/stream$/;
 /** The one subprotocol kiln speaks; a browser offers it beside its `bearer.<token>` entry. */
@@ -82,6 +83,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     private readonly hub: LogHub,
     private readonly config: KilnConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly metrics: Metrics,
   ) {
     this.perUser = new StreamSlots(config.wsMaxConnectionsPerUser);
   }
@@ -90,7 +92,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     // Handshakes the ws library refuses (bad Sec-WebSocket-Version or -Key) get the Error body
     // like every other refusal, and the version kiln speaks (RFC 6455 section 4.4).
     this.wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => {
-      refuse(
+      this.refuse(
         socket,
         requestIdFrom(request.headers['x-request-id']),
         new InvalidRequestError(`Invalid WebSocket handshake: ${error.message}`),
@@ -104,14 +106,14 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       const path = new URL(request.url ?? '/', 'http://kiln.invalid').pathname;
       const match = ROUTE.exec(path);
       if (this.closing) {
-        return refuse(
+        return this.refuse(
           socket,
           requestId,
           new UnavailableError('kiln is shutting down; connect again shortly'),
         );
       }
       if (match === null) {
-        return refuse(socket, requestId, new NotFoundError(`No WebSocket route for ${path}`));
+        return this.refuse(socket, requestId, new NotFoundError(`No WebSocket route for ${path}`));
       }
       this.authorize(request, match[1]!).then(
         (upgrade) => this.accept(request, socket, head, upgrade, requestId),
@@ -123,7 +125,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
               'log stream upgrade failed',
             );
           }
-          refuse(socket, requestId, known);
+          this.refuse(socket, requestId, known);
         },
       );
     });
@@ -192,7 +194,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
       return;
     }
     if (this.closing) {
-      refuse(
+      this.refuse(
         socket,
         requestId,
         new UnavailableError('kiln is shutting down; connect again shortly'),
@@ -201,7 +203,7 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
     }
     const release = this.perUser.reserve(upgrade.userId);
     if (release === undefined) {
-      refuse(
+      this.refuse(
         socket,
         requestId,
         new RateLimitedError('Too many open log streams for this user', {
@@ -245,11 +247,33 @@ export class LogStreamServer implements OnApplicationBootstrap, OnApplicationShu
         expiresAt: upgrade.expiresAt,
       },
     );
-    const running = session.run().finally(() => {
-      this.sessions.delete(running);
-      release();
-    });
+    this.metrics.add('kiln_log_streams_open', {}, 1);
+    const running: Promise<void> = session.run().then(
+      (end) => this.ended(running, release, end),
+      () => this.ended(running, release, 'error'),
+    );
     this.sessions.add(running);
+  }
+
+  /** A session is over: its slot is free, and it is counted with why it ended. */
+  private ended(running: Promise<void>, release: () => void, end: SessionEnd): void {
+    this.sessions.delete(running);
+    release();
+    this.metrics.add('kiln_log_streams_open', {}, -1);
+    // Closed by the client after kiln said it shuts down (1001): the shutdown ended it.
+    const reason = end === 'client' && this.closing ? 'shutdown' : end;
+    this.metrics.inc('kiln_log_stream_sessions_closed_total', { reason });
+  }
+
+  /** Answers an upgrade with an error and no 101, counted as a refused session. */
+  private refuse(
+    socket: Duplex,
+    requestId: string,
+    error: KilnError,
+    headers: readonly string[] = [],
+  ): void {
+    this.metrics.inc('kiln_log_stream_sessions_closed_total', { reason: 'refused' });
+    refuse(socket, requestId, error, headers);
   }
 
   /**

@@ -28,6 +28,14 @@ export interface SessionDeps {
   readonly stillAllowed: () => Promise<boolean>;
 }
 
+/**
+ * Why a session ended, as kiln_log_stream_sessions_closed_total counts it: the client went away
+ * (or stopped answering pings), the build ended or was deleted, the caller's access was revoked
+ * or its token expired, the client read too slowly, or the session failed. `shutdown` and
+ * `refused` are the server's (LogStreamServer).
+ */
+export type SessionEnd = 'client' | 'build_finished' | 'access_revoked' | 'slow_consumer' | 'error';
+
 export const CLOSE_NORMAL = 1000;
 export const CLOSE_POLICY = 1008;
 export const CLOSE_TRY_AGAIN_LATER = 1013;
@@ -59,6 +67,8 @@ export class LogStreamSession {
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe: (() => void) | undefined;
   private unwatchAccess: (() => void) | undefined;
+  /** The first reason the session ended for; a close by the client when none came first. */
+  private endedBy: SessionEnd | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -72,10 +82,10 @@ export class LogStreamSession {
     this.next = fromSeq;
   }
 
-  /** Runs until the socket closes; resolves then. */
-  async run(): Promise<void> {
+  /** Runs until the socket closes; resolves then, with why it ended. */
+  async run(): Promise<SessionEnd> {
     this.ws.on('close', () => this.stop());
-    this.ws.on('error', () => this.stop());
+    this.ws.on('error', () => this.stop('error'));
     this.ws.on('pong', () => {
       this.alive = true;
     });
@@ -99,16 +109,18 @@ export class LogStreamSession {
       await this.pump();
     } catch (error) {
       this.deps.logger.error({ err: error, build_id: this.buildId }, 'log stream failed');
-      this.close(1011, 'internal error; reconnect with ?offset');
+      this.close(1011, 'internal error; reconnect with ?offset', 'error');
     } finally {
       this.stop();
     }
+    return this.endedBy ?? 'client';
   }
 
   /** After a change to the caller's access: closes the stream if it may no longer read. */
   private async checkAccess(): Promise<void> {
     if (this.closed) return;
-    if (!(await this.deps.stillAllowed())) this.close(CLOSE_POLICY, 'access revoked');
+    if (!(await this.deps.stillAllowed()))
+      this.close(CLOSE_POLICY, 'access revoked', 'access_revoked');
   }
 
   /**
@@ -120,7 +132,10 @@ export class LogStreamSession {
     this.timers.push(
       left > MAX_TIMER_MS
         ? setTimeout(() => this.closeAtExpiry(), MAX_TIMER_MS)
-        : setTimeout(() => this.close(CLOSE_POLICY, 'access token expired'), Math.max(0, left)),
+        : setTimeout(
+            () => this.close(CLOSE_POLICY, 'access token expired', 'access_revoked'),
+            Math.max(0, left),
+          ),
     );
   }
 
@@ -153,12 +168,12 @@ export class LogStreamSession {
 
       const build = await this.deps.findBuild(this.buildId);
       this.knownStatus = build?.status ?? 'gone';
-      if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted');
+      if (build === undefined) return this.close(CLOSE_NORMAL, 'deleted', 'build_finished');
       if (isTerminal(build.status)) {
         // Counted after the terminal status was read: every line written before it is included.
         if (this.next >= (await this.deps.hub.lineCount(this.buildId))) {
           await this.drained();
-          return this.close(CLOSE_NORMAL, build.status);
+          return this.close(CLOSE_NORMAL, build.status, 'build_finished');
         }
         this.statusNews = true; // terminal with lines still to send: read them, then look again
         continue;
@@ -224,7 +239,11 @@ export class LogStreamSession {
           { build_id: this.buildId, buffered: this.ws.bufferedAmount, next_seq: this.next },
           'log stream client too slow; closing it',
         );
-        this.close(CLOSE_TRY_AGAIN_LATER, 'client too slow; reconnect with ?offset');
+        this.close(
+          CLOSE_TRY_AGAIN_LATER,
+          'client too slow; reconnect with ?offset',
+          'slow_consumer',
+        );
         setTimeout(() => this.ws.terminate(), STALLED_CLOSE_GRACE_MS).unref();
         return false;
       }
@@ -269,14 +288,16 @@ export class LogStreamSession {
     this.ws.ping();
   }
 
-  private close(code: number, reason: string): void {
+  private close(code: number, reason: string, end: SessionEnd): void {
     if (this.closed) return;
+    this.endedBy ??= end;
     this.closed = true;
     this.ws.close(code, reason);
     this.stop();
   }
 
-  private stop(): void {
+  private stop(end?: SessionEnd): void {
+    if (!this.closed && end !== undefined) this.endedBy ??= end;
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.length = 0;
