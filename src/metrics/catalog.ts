@@ -69,8 +69,10 @@ export const METRICS = {
   kiln_builds_waiting: {
     type: 'gauge',
     help:
-      'Started builds waiting to run, by the reason they wait (admission limits, or what the ' +
-      'cluster said). Read from the database at scrape: every replica reports the same value.',
+      'Started builds waiting to run, by the reason they wait: an admission limit ' +
+      '(InstallationLimit, TenantLimit, ProjectLimit; Pending before admission said), or, once ' +
+      'admitted, what the cluster said (ClusterQuota, Unschedulable, ImagePull, …). Read from the ' +
+      'database at scrape: every replica reports the same value.',
     labels: ['reason'],
     scope: 'core',
     perTenant: true,
@@ -111,10 +113,11 @@ export const METRICS = {
   kiln_log_lines_dropped_total: {
     type: 'counter',
     help:
-      'Log lines not stored, each gap marked by a [kiln] line, by cause (limit: the build hit ' +
-      'KILN_LOG_MAX_BYTES_PER_BUILD; database_unavailable: held lines past the bound; ' +
-      'drain_deadline: a container log not read to its end, or a pod never seen, by the drain ' +
-      'deadline: those lines were never read, so each such gap counts as 1).',
+      'Log lines not stored, by cause (limit: the build hit KILN_LOG_MAX_BYTES_PER_BUILD, one ' +
+      '[kiln] line marks it; database_unavailable: lines held during a database outage, dropped ' +
+      'past the bound with a [kiln] line in their place, or lost when the outage outlasted the ' +
+      'build or the process; drain_deadline: a container log not read to its end, or a pod ' +
+      'never seen, by the drain deadline: those lines were never read, so each gap counts as 1).',
     labels: ['cause'],
     scope: 'core',
   },
@@ -140,8 +143,10 @@ export const METRICS = {
   kiln_log_stream_sessions_closed_total: {
     type: 'counter',
     help:
-      'Log WebSocket sessions closed, by reason (client, build_finished, access_revoked, ' +
-      'slow_consumer, shutdown, error, refused).',
+      'Log WebSocket sessions closed, by reason (client: the client closed or stopped ' +
+      'answering; build_finished: the build ended or was deleted; access_revoked: access taken ' +
+      'away or the token expired; slow_consumer; shutdown; error; refused: the upgrade was ' +
+      'answered with an error, no session opened).',
     labels: ['reason'],
     scope: 'api',
   },
