@@ -138,6 +138,10 @@ const FLOORS = {
     may: ['admission', 'auth', 'common', 'config', 'integrations', 'manifest', 'metrics'],
     why: "serves a tenant's settings (secret managers, registries, admission)",
   },
+  retention: {
+    may: ['auth', 'common', 'config', 'database', 'manifest', 'metrics', 'runners'],
+    why: 'deletes finished builds by policy and serves its routes',
+  },
   health: { may: ['auth', 'common', 'config', 'database', 'metrics'], why: 'answers the probes' },
   'console-host': { may: ['common', 'config'], why: 'serves the web console' },
   // A second entry point: it may compose what main.ts composes (not main.ts itself). Its http/

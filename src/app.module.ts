@@ -15,6 +15,7 @@ import { LogsModule } from './logs/logs.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OperatorModule } from './operator/operator.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { SettingsHttpModule } from './settings-http/settings-http.module.js';
@@ -34,6 +35,7 @@ export const API_MODULES: ReadonlyArray<Type> = [
   LogStreamModule,
   ArtifactsHttpModule,
   SettingsHttpModule,
+  RetentionModule,
 ];
 
 export interface AppOptions {

@@ -87,6 +87,7 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-projects: projects/breaks-floor.ts → builds/ok.ts',
           'floor-ratelimit: ratelimit/breaks-floor.ts → builds/ok.ts',
           'floor-registries: registries/breaks-floor.ts → builds/ok.ts',
+          'floor-retention: retention/breaks-floor.ts → builds/ok.ts',
           'floor-runners: runners/breaks-floor.ts → builds/ok.ts',
           'floor-secret-managers: secret-managers/breaks-floor.ts → builds/ok.ts',
           'floor-secrets: secrets/breaks-floor.ts → builds/ok.ts',

@@ -31,6 +31,7 @@ function stored(changes: Partial<BuildEntity> = {}): BuildEntity {
     createdBy: null,
     imageDigest: null,
     images: [],
+    keep: false,
     startedAt: new Date('2025-03-01T10:00:00Z'),
     completedAt: new Date('2025-03-01T10:04:00Z'),
     createdAt: new Date('2025-03-01T09:59:00Z'),
@@ -57,7 +58,12 @@ describe(toBuildResponse.name, () => {
     expect(response).toMatchObject({ image_digest: null, images: [] });
   });
 
-  it("keeps the spec's fields in the spec's order, the pushed image and the failure reason after them", () => {
+  it('shows whether the build is pinned against retention', () => {
+    expect(toBuildResponse(stored({ keep: true })).keep).toBe(true);
+    expect(toBuildResponse(stored()).keep).toBe(false);
+  });
+
+  it("keeps the spec's fields in the spec's order, the pushed image, the failure reason and keep after them", () => {
     const response = toBuildResponse(stored({ imageDigest: DIGEST }));
 
     expect(Object.keys(response)).toEqual([
@@ -77,6 +83,7 @@ describe(toBuildResponse.name, () => {
       'image_digest',
       'images',
       'failure_reason',
+      'keep',
     ]);
   });
 });

@@ -39,6 +39,7 @@ export function toBuildResponse(build: BuildEntity, queue?: QueueView): BuildDto
     image_digest: build.imageDigest,
     images: [...build.images],
     failure_reason: build.failureReason,
+    keep: build.keep,
     ...(queue === undefined ? {} : { queue: toQueue(queue) }),
   };
 }

@@ -7,6 +7,7 @@ import {
   HttpCode,
   Param,
   Post,
+  Put,
   Query,
   Res,
 } from '@nestjs/common';
@@ -159,6 +160,46 @@ export class BuildsController {
     @Param('id', UuidParamPipe) id: string,
   ): Promise<void> {
     await this.builds.remove(tenant, id);
+  }
+
+  @Put(':id/keep')
+  @HttpCode(200)
+  @RequirePermission('build:delete')
+  @ApiOperation({
+    summary: 'Pin a build: retention never deletes it',
+    description:
+      "Sets the build's `keep` (`build:delete`: a pin decides whether the build may be deleted). The retention policy (days since completion, the last N builds of a project) passes over a pinned build; DELETE /builds/{id} still deletes it. Repeating it changes nothing.",
+  })
+  @ApiErrors(
+    200,
+    { type: BuildDto, description: 'The build, keep: true' },
+    [400, 401, 403, 404, 429],
+  )
+  async pin(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<BuildDto> {
+    return this.withQueue(await this.builds.setKeep(tenant, id, true));
+  }
+
+  @Delete(':id/keep')
+  @HttpCode(200)
+  @RequirePermission('build:delete')
+  @ApiOperation({
+    summary: 'Unpin a build: retention may delete it again',
+    description:
+      "Clears the build's `keep` (`build:delete`); the next retention pass deletes it if the policy says so. Repeating it changes nothing.",
+  })
+  @ApiErrors(
+    200,
+    { type: BuildDto, description: 'The build, keep: false' },
+    [400, 401, 403, 404, 429],
+  )
+  async unpin(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id', UuidParamPipe) id: string,
+  ): Promise<BuildDto> {
+    return this.withQueue(await this.builds.setKeep(tenant, id, false));
   }
 
   @Post(':id/start')

@@ -224,6 +224,11 @@ export class BuildsService {
     return this.admission.queueOf(builds.filter((build) => build.status === 'in_progress'));
   }
 
+  /** Pins (keep) or unpins a build: retention never deletes a pinned one. */
+  setKeep(tenant: TenantContext, id: string, keep: boolean): Promise<BuildEntity> {
+    return this.lifecycle.setKeep(tenant.tenantId, id, keep);
+  }
+
   /** Deletes a build that is not running, then what the runner keeps for it. */
   async remove(tenant: TenantContext, id: string): Promise<void> {
     const build = await this.lifecycle.remove(tenant.tenantId, id);

@@ -211,6 +211,16 @@ export class BuildLifecycle {
     return build;
   }
 
+  /**
+   * Pins a build (`keep`: retention never deletes it) or unpins it, in any status. A pin does not
+   * stop DELETE /builds/{id}: it speaks for the policy, not for the people who may delete.
+   */
+  async setKeep(tenantId: string, id: string, keep: boolean): Promise<BuildEntity> {
+    const build = await this.builds.setKeep(tenantId, id, keep);
+    if (build === undefined) throw new NotFoundError(BUILD_NOT_FOUND);
+    return build;
+  }
+
   /** The runner's step count; ignored once the build is no longer running. */
   reportProgress(id: string, current: number, total: number): Promise<boolean> {
     return this.builds.setProgress(id, Math.max(0, current), Math.max(0, total));

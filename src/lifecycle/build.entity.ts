@@ -106,6 +106,10 @@ export class BuildEntity {
   @Column('jsonb')
   images!: string[];
 
+  /** Pinned: retention never deletes it (docs/adr/0050-retention.md). */
+  @Column('boolean', { default: false })
+  keep!: boolean;
+
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt!: Date | null;
 

@@ -399,6 +399,16 @@ export class BuildsRepository {
     await this.builds.update({ id }, { runnerRef });
   }
 
+  /** Pins or unpins a build of the tenant; undefined when it has no such build. */
+  async setKeep(tenantId: string, id: string, keep: boolean): Promise<BuildEntity | undefined> {
+    return this.one(
+      `WITH changed AS (UPDATE builds SET keep = $3, updated_at = now()
+                          WHERE id = $1 AND tenant_id = $2 RETURNING *)
+       SELECT ${BUILD_COLUMNS} FROM changed`,
+      [id, tenantId, keep],
+    );
+  }
+
   /** Deletes the build unless it is running (checked in the same statement). */
   async deleteUnlessRunning(tenantId: string, id: string): Promise<boolean> {
     const [, affected] = await this.dataSource.query<[unknown[], number]>(
@@ -475,6 +485,7 @@ const BUILD_FIELDS = {
   created_by: 'createdBy',
   image_digest: 'imageDigest',
   images: 'images',
+  keep: 'keep',
   started_at: 'startedAt',
   completed_at: 'completedAt',
   created_at: 'createdAt',

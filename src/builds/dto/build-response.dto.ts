@@ -80,6 +80,12 @@ export class BuildDto extends BuildSummaryDto {
   })
   failure_reason!: FailureReason | null;
   @ApiPropertyOptional({
+    type: Boolean,
+    description:
+      'Pinned: the retention policy never deletes this build (PUT/DELETE /builds/{id}/keep); false by default',
+  })
+  keep!: boolean;
+  @ApiPropertyOptional({
     type: BuildQueueDto,
     description:
       'Present while a started (in_progress) build waits to run: for a slot, or for the cluster to run its pod',

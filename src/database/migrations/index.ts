@@ -21,6 +21,7 @@ import { AdmissionTimeouts1765324800000 } from './1765324800000-admission-timeou
 import { AdmissionGeneration1765411200000 } from './1765411200000-admission-generation.js';
 import { SystemAdmin1765497600000 } from './1765497600000-system-admin.js';
 import { ApiTokens1765584000000 } from './1765584000000-api-tokens.js';
+import { Retention1765756800000 } from './1765756800000-retention.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -49,4 +50,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   AdmissionGeneration1765411200000,
   SystemAdmin1765497600000,
   ApiTokens1765584000000,
+  Retention1765756800000,
 ];
