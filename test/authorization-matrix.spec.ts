@@ -30,6 +30,9 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   'GET /api/v1/builds': { permission: 'build:list', success: 200, build: 'none' },
   'GET /api/v1/builds/:id': { permission: 'build:read', success: 200, build: 'queued' },
   'DELETE /api/v1/builds/:id': { permission: 'build:delete', success: 204, build: 'success' },
+  // A pin decides whether retention may delete the build: build:delete (docs/adr/0050-retention.md).
+  'PUT /api/v1/builds/:id/keep': { permission: 'build:delete', success: 200, build: 'success' },
+  'DELETE /api/v1/builds/:id/keep': { permission: 'build:delete', success: 200, build: 'success' },
   'POST /api/v1/builds/:id/start': { permission: 'build:create', success: 200, build: 'queued' },
   'POST /api/v1/builds/:id/cancel': {
     permission: 'build:cancel',
@@ -117,6 +120,21 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   'PATCH /api/v1/tenants/:id/admission': {
     permission: 'system:admin',
     success: 404,
+    build: 'none',
+  },
+  // Retention (docs/adr/0050-retention.md): the installation's administrators set a tenant's
+  // policy and preview any tenant; a tenant's admins read theirs and preview their tenant.
+  'GET /api/v1/tenants/:id/retention': { permission: 'system:admin', success: 404, build: 'none' },
+  'PATCH /api/v1/tenants/:id/retention': {
+    permission: 'system:admin',
+    success: 404,
+    build: 'none',
+  },
+  'GET /api/v1/retention/preview': { permission: 'system:admin', success: 200, build: 'none' },
+  'GET /api/v1/settings/retention': { permission: 'settings:manage', success: 200, build: 'none' },
+  'GET /api/v1/settings/retention/preview': {
+    permission: 'settings:manage',
+    success: 200,
     build: 'none',
   },
 };
@@ -233,6 +251,8 @@ function bodyOf(route: string, projectA: string, n: number): unknown {
       };
     case 'PATCH /api/v1/tenants/:id/admission':
       return { weight: 2 };
+    case 'PATCH /api/v1/tenants/:id/retention':
+      return { days: 1 };
     case 'POST /api/v1/projects':
     case 'PATCH /api/v1/projects/:id':
       return { name: `matrix-project-${n}` };

@@ -46,6 +46,8 @@ const API_CONTROLLERS = [
   'LogsController',
   'MembersController',
   'ProjectsController',
+  'RetentionAdminController',
+  'RetentionSettingsController',
   'SettingsController',
   'TenantAdmissionController',
   'TenantsController',
