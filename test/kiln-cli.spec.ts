@@ -5,6 +5,9 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { BuildLifecycle } from '../src/lifecycle/build-lifecycle.js';
+import { ProjectsService } from '../src/projects/projects.service.js';
+import { Retention } from '../src/retention/retention.service.js';
 import { PASSWORD, type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
 import { GitRepo } from './support/git-repo.js';
@@ -507,6 +510,49 @@ describe('the kiln CLI over HTTP (compiled, against a real kiln, buildah and reg
       JSON.parse((await run(['settings', 'registry', 'list', '-o', 'json'])).stdout).registries,
     ).toEqual([]);
     expect(unknown.status).toBe(64);
+  });
+
+  it('pins and unpins a build, and previews what retention would delete in the tenant', async () => {
+    const lifecycle = kiln.app.get(BuildLifecycle);
+    const project = await kiln.app.get(ProjectsService).create(seeded.tenantA, 'retention-cli');
+    const ended: string[] = [];
+    for (const branch of ['old', 'new']) {
+      const { id } = (await admin.createBuild(project.id, branch)) as { id: string };
+      await lifecycle.start(seeded.tenantA, id);
+      await lifecycle.succeed(id);
+      ended.push(id);
+    }
+    const [older, newer] = ended as [string, string];
+    await kiln.app.get(Retention).setTenantPolicy(seeded.tenantA, { keepLast: 1 });
+    try {
+      const kept = await run(['build', 'keep', newer]);
+      const shown = await run(['build', 'get', newer, '-o', 'json']);
+      const preview = await run(['retention', 'preview', '-o', 'json', '--limit', '1000']);
+      const table = await run(['retention', 'preview']);
+      const policy = await run(['retention', 'policy']);
+      const unkept = await run(['build', 'unkeep', newer, '-o', 'json']);
+      const everyTenant = await run(['retention', 'preview', '--all']);
+      const expected = await jsonOf(
+        await admin.request('GET', '/settings/retention/preview?limit=1000'),
+      );
+
+      expect(kept).toMatchObject({ status: 0 });
+      expect(kept.stdout).toMatch(`(${newer}) is kept: retention never deletes it`);
+      expect(JSON.parse(shown.stdout)).toMatchObject({ id: newer, keep: true });
+      expect(preview.status).toBe(0);
+      expect(JSON.parse(preview.stdout)).toEqual(expected);
+      expect(expected.builds).toContainEqual(
+        expect.objectContaining({ id: older, project_id: project.id, rule: 'count' }),
+      );
+      expect(expected.builds).not.toContainEqual(expect.objectContaining({ id: newer }));
+      expect(table.stdout).toMatch(new RegExp(`^${older} .* count$`, 'm'));
+      expect(policy.stdout).toMatch(/each project keeps its newest 1 finished builds$/m);
+      expect(JSON.parse(unkept.stdout)).toMatchObject({ id: newer, keep: false });
+      // The tenant's admin is not an installation administrator.
+      expect(everyTenant.status).toBe(3);
+    } finally {
+      await kiln.app.get(Retention).setTenantPolicy(seeded.tenantA, { keepLast: null });
+    }
   });
 
   it('changes the password and goes on with the token kiln answers, while the old one is refused', async () => {

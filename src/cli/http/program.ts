@@ -5,6 +5,7 @@ import { registerBuilds } from './commands/builds.js';
 import { registerLogs } from './commands/logs.js';
 import { registerMembers } from './commands/members.js';
 import { registerProjects } from './commands/projects.js';
+import { registerRetention } from './commands/retention.js';
 import { registerSettings } from './commands/settings.js';
 import { registerTenants } from './commands/tenants.js';
 import { registerTokens } from './commands/tokens.js';
@@ -47,6 +48,7 @@ export function buildProgram(session: Session, env: Environment): Command {
   registerLogs(program, session);
   registerTokens(program, session);
   registerSettings(program, session);
+  registerRetention(program, session);
   return program;
 }
 

@@ -113,6 +113,34 @@ function registerActions(build: Command, session: Session) {
       );
     });
 
+  for (const [name, keep] of [
+    ['keep', true],
+    ['unkeep', false],
+  ] as const) {
+    build
+      .command(`${name} <build>`)
+      .description(
+        keep
+          ? 'Pin a build: the retention policy never deletes it (build:delete)'
+          : 'Unpin a build: the retention policy may delete it again (build:delete)',
+      )
+      .addOption(outputOption())
+      .action(async (id: string, options: { output: Format }) => {
+        const params = { params: { path: { id }, header: await session.tenantHeader() } };
+        const answer = await unwrap(
+          keep
+            ? session.client().PUT('/api/v1/builds/{id}/keep', params)
+            : session.client().DELETE('/api/v1/builds/{id}/keep', params),
+        );
+        printRecords(
+          options.output,
+          answer,
+          () =>
+            `build #${answer.build_number} (${answer.id}) is ${answer.keep === true ? 'kept: retention never deletes it' : 'not kept: retention may delete it'}`,
+        );
+      });
+  }
+
   build
     .command('delete <build>')
     .description('Delete a build that is not running, with its log')
@@ -260,6 +288,7 @@ export function describe(build: Build): string {
     ['Completed', when(build.completed_at)],
     ['Digest', build.image_digest ?? '-'],
     ['Images', (build.images ?? []).join('\n' + ' '.repeat(11)) || '-'],
+    ['Kept', build.keep === true ? 'yes: retention never deletes it' : 'no'],
   ]);
 }
 
