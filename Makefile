@@ -103,6 +103,7 @@ bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (abo
 	node bench/operator.bench.mjs
 	node bench/admission.bench.mjs
 	node bench/logscale.bench.mjs
+	node bench/retention.bench.mjs
 	node bench/console.bench.mjs
 
 .PHONY: soak
