@@ -23,6 +23,10 @@ const FLOORS = {
     may: ['common', 'config'],
     why: 'is the one metrics registry; every feature records where its work happens',
   },
+  tracing: {
+    may: ['common', 'config', 'metrics'],
+    why: 'loads the OpenTelemetry SDK when configured and spans requests; only the root imports it',
+  },
   manifest: {
     may: ['common'],
     why: 'is the vocabulary of builds (methods, tools, reasons, formats) every feature shares',

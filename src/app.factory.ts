@@ -18,6 +18,7 @@ import type { KilnConfig } from './config/config.js';
 import { LogSink } from './logs/log-sink.js';
 import { httpMetrics, metricsHandler } from './metrics/http-metrics.js';
 import { Metrics } from './metrics/metrics.js';
+import { httpTracing } from './tracing/http-tracing.js';
 
 /** Builds the Nest application (not yet listening). main.ts and the tests both start it this way. */
 export async function createApp(
@@ -40,6 +41,7 @@ export async function createApp(
   app.use(httpMetrics(metrics));
   if (config.metrics.port === undefined) app.use(metricsHandler(metrics));
   app.use(requestContextMiddleware(logger));
+  if (config.tracing.otlpEndpoint !== undefined) app.use(httpTracing());
   answerClientErrors(app.getHttpServer(), logger);
   app.useBodyParser('json', jsonBodyOptions(config.maxBodyBytes));
   app.use(refuseUnstorableText);

@@ -7,6 +7,7 @@ import { createLogger } from './common/logger.js';
 import { ConfigError, loadConfig, type KilnConfig } from './config/config.js';
 import { openDatabase } from './database/database.js';
 import { LogStreamServer } from './log-stream/log-stream.server.js';
+import { startTracing } from './tracing/tracing.js';
 
 async function main(): Promise<void> {
   let config: KilnConfig;
@@ -28,7 +29,11 @@ async function main(): Promise<void> {
     'kiln starting',
   );
 
-  const database = await openDatabase(config, logger, { entities: KILN_ENTITIES });
+  const tracing = await startTracing(config.tracing, config.role, logger);
+  const database = await openDatabase(config, logger, {
+    entities: KILN_ENTITIES,
+    traceQueries: tracing !== undefined,
+  });
   const app = await createApp(config, database.dataSource, logger);
   await app.listen(config.port, config.host);
   logger.info({ url: `http://${config.host}:${config.port}` }, 'kiln is ready');
@@ -53,6 +58,7 @@ async function main(): Promise<void> {
     });
     await app.close();
     await database.close();
+    await tracing?.shutdown();
     logger.info('kiln stopped');
     process.exit(0);
   };

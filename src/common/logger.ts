@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { LogLevel } from '../config/config.js';
 import { currentRequestContext } from './request-context.js';
@@ -37,13 +38,27 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      mixin: () => {
-        const ctx = currentRequestContext();
-        return ctx ? { request_id: ctx.requestId } : {};
-      },
+      mixin: () => ({ ...requestFields(), ...traceFields() }),
     },
     destination,
   );
+}
+
+function requestFields(): { request_id?: string } {
+  const ctx = currentRequestContext();
+  return ctx ? { request_id: ctx.requestId } : {};
+}
+
+/**
+ * The OpenTelemetry trace and span a line was written in (docs/adr/0052-tracing.md). Not
+ * `trace_id`: in kiln's Error body and log lines that name is the request id. With tracing off
+ * no span is ever active and nothing is added.
+ */
+function traceFields(): { otel_trace_id?: string; otel_span_id?: string } {
+  const span = trace.getActiveSpan()?.spanContext();
+  return span !== undefined && isSpanContextValid(span)
+    ? { otel_trace_id: span.traceId, otel_span_id: span.spanId }
+    : {};
 }
 
 /** Routes Nest's own log calls (bootstrap, route mapping, exceptions) into pino. */

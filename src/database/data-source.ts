@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { DataSource, type MigrationInterface } from 'typeorm';
 import { MIGRATIONS } from './migrations/index.js';
 import { hearingMigrationNotes } from './migrations/notes.js';
+import { TracedClient } from './query-tracing.js';
 
 /** A TypeORM entity class. */
 export type EntityClass = new () => object;
@@ -16,6 +17,8 @@ export interface DataSourceOptions {
   readonly entities: ReadonlyArray<EntityClass>;
   readonly poolSize?: number;
   readonly migrations?: ReadonlyArray<new () => MigrationInterface>;
+  /** Tracing is on: each query of a request or reconcile is a span (query-tracing.ts). */
+  readonly traceQueries?: boolean;
 }
 
 export const MIGRATIONS_TABLE = 'kiln_migrations';
@@ -35,7 +38,11 @@ export function createDataSource(options: DataSourceOptions): DataSource {
     poolErrorHandler: (error: unknown) =>
       logger.warn({ err: error }, 'database connection lost; the pool will reconnect'),
     connectTimeoutMS: 5_000,
-    extra: { max: options.poolSize ?? 10, idleTimeoutMillis: 30_000 },
+    extra: {
+      max: options.poolSize ?? 10,
+      idleTimeoutMillis: 30_000,
+      ...(options.traceQueries === true ? { Client: TracedClient } : {}),
+    },
   });
 }
 

@@ -20,6 +20,8 @@ export interface OpenDatabaseOptions {
   readonly entities: ReadonlyArray<EntityClass>;
   /** How long to wait for a database that is not up yet. */
   readonly connectTimeoutMs?: number;
+  /** Tracing is on: each query of a request or reconcile is a span (query-tracing.ts). */
+  readonly traceQueries?: boolean;
 }
 
 /**
@@ -32,7 +34,7 @@ export async function openDatabase(
   logger: Logger,
   options: OpenDatabaseOptions,
 ): Promise<Database> {
-  const { entities, connectTimeoutMs = 60_000 } = options;
+  const { entities, connectTimeoutMs = 60_000, traceQueries } = options;
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (url === undefined) {
@@ -42,7 +44,7 @@ export async function openDatabase(
   } else {
     logger.info({ host: safeHost(url) }, 'using the database from DATABASE_URL');
   }
-  const dataSource = createDataSource({ url, logger, entities });
+  const dataSource = createDataSource({ url, logger, entities, traceQueries });
   let applied: string[];
   try {
     await initializeWithRetry(dataSource, logger, connectTimeoutMs);

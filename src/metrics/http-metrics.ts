@@ -27,7 +27,7 @@ export function httpMetrics(metrics: Metrics) {
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-function routeOf(req: Request): string {
+export function routeOf(req: Request): string {
   const route: unknown = (req as { route?: unknown }).route;
   const path: unknown =
     typeof route === 'object' && route !== null ? (route as { path?: unknown }).path : undefined;

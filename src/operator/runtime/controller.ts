@@ -1,3 +1,4 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { describeError, silentLogger, type RuntimeLogger } from '../../cluster/ports.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import type { WorkQueue } from './work-queue.js';
@@ -97,6 +98,37 @@ export class Controller {
     return this.counts;
   }
 
+  /**
+   * One reconcile in a span of its own trace (a no-op until tracing is on): the controller, the
+   * object's namespace and name, and the result as the reconcile metrics count it. The
+   * reconcile's database calls and log lines fall inside it.
+   */
+  private traced(reconcile: Reconcile, key: string): Promise<ReconcileResult | void> {
+    const slash = key.indexOf('/');
+    const attributes = {
+      'kiln.controller': this.name,
+      ...(slash < 0 ? {} : { 'k8s.namespace.name': key.slice(0, slash) }),
+      'kiln.resource.name': key.slice(slash + 1),
+    };
+    return trace
+      .getTracer('kiln')
+      .startActiveSpan(`reconcile ${this.name}`, { root: true, attributes }, async (span) => {
+        try {
+          const result = await reconcile(key, this.aborter.signal);
+          const requeue = result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0;
+          span.setAttribute('kiln.reconcile.result', requeue ? 'requeue' : 'success');
+          return result;
+        } catch (error) {
+          const type = error instanceof Error ? error.name : 'error';
+          span.setAttributes({ 'kiln.reconcile.result': 'error', 'error.type': type });
+          span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+          throw error;
+        } finally {
+          span.end();
+        }
+      });
+  }
+
   private async work(reconcile: Reconcile): Promise<void> {
     for (;;) {
       const key = await this.queue.get();
@@ -123,7 +155,7 @@ export class Controller {
     key: string,
   ): Promise<ReconcileOutcome | undefined> {
     try {
-      const result = await reconcile(key, this.aborter.signal);
+      const result = await this.traced(reconcile, key);
       const after = result?.requeueAfterMs;
       const outcome = after !== undefined && after > 0 ? 'requeue' : 'success';
       if (this.aborter.signal.aborted) return outcome;
