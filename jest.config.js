@@ -28,6 +28,9 @@ const esmPackages = [
   '@tokenizer',
   'uint8array-extras',
   '@borewit',
+  // CommonJS, but its OTLP/HTTP transport loads node:http with import(), which Jest's CJS mode
+  // refuses: compiled, the import() becomes a require.
+  '@opentelemetry/otlp-exporter-base',
 ];
 
 export default {

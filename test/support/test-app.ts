@@ -10,6 +10,7 @@ import { createApp } from '../../src/app.factory.js';
 import type { BuildRunner } from '../../src/runners/build-runner.js';
 import { type Env, loadConfig } from '../../src/config/config.js';
 import { createDataSource } from '../../src/database/data-source.js';
+import { startTracing } from '../../src/tracing/tracing.js';
 import { TEST_JWT_SECRET, TEST_SECRETS_KEY } from './auth.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { LogCapture } from './log-capture.js';
@@ -55,11 +56,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     dataDir,
   );
   const logs = new LogCapture();
+  // As main.ts: the SDK only when OTEL_EXPORTER_OTLP_ENDPOINT is set (test/tracing.spec.ts).
+  const tracing = await startTracing(config.tracing, config.role, logs.logger);
   const dataSource = createDataSource({
     url: database.url,
     logger: logs.logger,
     entities: KILN_ENTITIES,
     poolSize: 4,
+    traceQueries: tracing !== undefined,
   });
   await dataSource.initialize();
   const app = await createApp(config, dataSource, logs.logger, { extraApiModules, runner });
@@ -73,6 +77,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     async close() {
       await app.close();
       if (dataSource.isInitialized) await dataSource.destroy();
+      await tracing?.shutdown();
       if (sharedDatabase === undefined) await database.drop();
     },
   };
