@@ -103,6 +103,24 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(span.resource).toMatchObject({ 'service.name': 'kiln-under-test', 'kiln.role': 'all' });
   });
 
+  it('leaves the probes untraced', async () => {
+    for (const probe of ['healthz', 'readyz']) {
+      const response = await fetch(`${kiln.baseUrl}/${probe}`, {
+        headers: { 'x-request-id': `trace-probe-${probe}` },
+      });
+      expect(response.status).toBe(200);
+    }
+    await getBuild(randomUUID(), 'trace-after-probes');
+
+    // Spans are exported in the order they ended: the probes' would have come first.
+    await receiver.waitFor('server span', serverSpanOf('trace-after-probes'));
+    expect(
+      receiver.spans.filter((s) =>
+        String(s.attributes['kiln.request_id']).startsWith('trace-probe'),
+      ),
+    ).toEqual([]);
+  });
+
   it('marks a request kiln answered with a 5xx as an error, and not one refused with a 4xx', async () => {
     const failed = await fetch(`${kiln.baseUrl}/api/v1/trace-probe/boom`, {
       headers: { 'x-request-id': 'trace-failed-1' },

@@ -13,19 +13,25 @@ import { routeOf } from '../metrics/http-metrics.js';
 /** The instrumentation scope of kiln's own spans. */
 export const TRACER_NAME = 'kiln';
 
+/** The probes a kubelet sends every few seconds: traces of them would drown the rest. */
+const UNTRACED = new Set(['/healthz', '/readyz']);
+
 /**
  * One server span per HTTP request, named `<METHOD> <route template>` once the route is known,
  * with the request id kiln logs and returns (`kiln.request_id`). A request carrying a W3C
  * `traceparent` continues that trace. The rest of the request (the database calls, every log
- * line) runs inside the span's context. Installed after the request-id middleware, and only when
- * tracing is on.
+ * line) runs inside the span's context. Installed after the request-id middleware (and so after
+ * /metrics), and only when tracing is on; the probes are not traced.
  */
 export function httpTracing() {
-  const tracer = trace.getTracer(TRACER_NAME);
   return (req: Request, res: Response, next: NextFunction): void => {
+    if (UNTRACED.has(req.path)) {
+      next();
+      return;
+    }
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
     const requestId = currentRequestContext()?.requestId;
-    const span = tracer.startSpan(
+    const span = trace.getTracer(TRACER_NAME).startSpan(
       req.method,
       {
         kind: SpanKind.SERVER,
