@@ -175,8 +175,13 @@ describe('the operator’s metrics', () => {
     await ground.expectMirrored(id, 'success');
     const after = await metricsOf(operator);
 
-    expect(requests(after, 'patch', '409') - requests(before, 'patch', '409')).toBe(3);
-    expect(reconciles(after, 'requeue') - reconciles(before, 'requeue')).toBeGreaterThanOrEqual(3);
+    // The three injected 409s, and any the double answers on its own to a write that raced a
+    // newer resourceVersion (optimistic concurrency): each is a requeue, none an error.
+    const conflicts = requests(after, 'patch', '409') - requests(before, 'patch', '409');
+    expect(conflicts).toBeGreaterThanOrEqual(3);
+    expect(reconciles(after, 'requeue') - reconciles(before, 'requeue')).toBeGreaterThanOrEqual(
+      conflicts,
+    );
     expect(reconciles(after, 'error') - reconciles(before, 'error')).toBe(0);
   });
 
