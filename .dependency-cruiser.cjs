@@ -104,6 +104,10 @@ const FLOORS = {
     ],
     why: 'runs builds for the API; the API folders sit above it',
   },
+  audit: {
+    may: ['common', 'config', 'database', 'metrics'],
+    why: 'records and keeps the audit log; the API and kiln-admin write to it',
+  },
   // The API (the api role): transport on top.
   ratelimit: { may: ['common', 'config', 'database'], why: 'counts requests for the API' },
   auth: {
@@ -147,11 +151,24 @@ const FLOORS = {
     why: 'deletes finished builds by policy and serves its routes',
   },
   health: { may: ['auth', 'common', 'config', 'database', 'metrics'], why: 'answers the probes' },
+  'audit-http': {
+    may: ['audit', 'auth', 'common', 'config', 'metrics'],
+    why: 'records every state-changing API call and serves the audit routes',
+  },
   'console-host': { may: ['common', 'config'], why: 'serves the web console' },
   // A second entry point: it may compose what main.ts composes (not main.ts itself). Its http/
   // folder, the `kiln` command, is a client of the API and may not (rule cli-http-only-http).
   cli: {
-    may: ['admission', 'auth', 'common', 'config', 'database', 'integrations', 'projects'],
+    may: [
+      'admission',
+      'audit',
+      'auth',
+      'common',
+      'config',
+      'database',
+      'integrations',
+      'projects',
+    ],
     why: 'administers kiln through its services (kiln-admin)',
   },
 };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AppModule, type AppOptions, composesApi } from './app.module.js';
 import { JWT_SECRET } from './auth/jwt.constants.js';
+import { AuditRecorder } from './audit-http/audit-recorder.js';
 import { answerClientErrors } from './common/client-error.js';
 import { serveOpenApi } from './common/openapi-document.js';
 import { logStreamPaths } from './log-stream/log-stream.openapi.js';
@@ -42,6 +43,8 @@ export async function createApp(
   if (config.metrics.port === undefined) app.use(metricsHandler(metrics));
   app.use(requestContextMiddleware(logger));
   if (config.tracing.otlpEndpoint !== undefined) app.use(httpTracing());
+  // Ahead of the body parser and the rate limit, so calls they refuse are audited too.
+  if (composesApi(config.role)) app.use(app.get(AuditRecorder).middleware);
   answerClientErrors(app.getHttpServer(), logger);
   app.useBodyParser('json', jsonBodyOptions(config.maxBodyBytes));
   app.use(refuseUnstorableText);

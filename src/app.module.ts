@@ -3,6 +3,7 @@ import { RouterModule } from '@nestjs/core';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ArtifactsHttpModule } from './artifacts-http/artifacts-http.module.js';
+import { AuditHttpModule } from './audit-http/audit-http.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { BuildsModule } from './builds/builds.module.js';
 import { LOGGER } from './common/logger.js';
@@ -36,6 +37,7 @@ export const API_MODULES: ReadonlyArray<Type> = [
   ArtifactsHttpModule,
   SettingsHttpModule,
   RetentionModule,
+  AuditHttpModule,
 ];
 
 export interface AppOptions {

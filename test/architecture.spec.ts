@@ -61,6 +61,8 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-admission: admission/breaks-floor.ts → builds/ok.ts',
           'floor-artifacts-http: artifacts-http/breaks-floor.ts → builds/ok.ts',
           'floor-artifacts: artifacts/breaks-floor.ts → builds/ok.ts',
+          'floor-audit: audit/breaks-floor.ts → auth/ok.ts',
+          'floor-audit-http: audit-http/breaks-floor.ts → builds/ok.ts',
           'floor-auth: auth/breaks-floor.ts → builds/ok.ts',
           'floor-build-methods: build-methods/breaks-floor.ts → builds/ok.ts',
           'floor-builds: builds/breaks-floor.ts → cli/ok.ts',

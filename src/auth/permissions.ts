@@ -2,7 +2,8 @@
  * Permissions checked in the tenant X-Tenant-ID names, through the caller's role there: the
  * spec's (section 5), then the admin API's (docs/adr/0043-admin-api.md): a tenant's members, its
  * projects, its settings (git credentials, secret manager, registries, admission), and the
- * caller's own API tokens there (docs/adr/0044-api-tokens.md).
+ * caller's own API tokens there (docs/adr/0044-api-tokens.md), and its audit log
+ * (docs/adr/0049-audit-log.md).
  */
 export const TENANT_PERMISSIONS = [
   'build:create',
@@ -14,6 +15,7 @@ export const TENANT_PERMISSIONS = [
   'project:manage',
   'settings:manage',
   'token:manage',
+  'audit:read',
 ] as const;
 export type TenantPermission = (typeof TENANT_PERMISSIONS)[number];
 

@@ -1,14 +1,19 @@
+import { userInfo } from 'node:os';
+import type { AuditLog } from '../audit/audit-log.js';
 import type { TenancyService } from '../auth/tenancy.service.js';
-import { InvalidRequestError } from '../common/errors.js';
+import { InvalidRequestError, KilnError } from '../common/errors.js';
 
 /** What a command prints: `text` for people, `json` with --json. */
 export interface CommandOutput {
   readonly text: string;
   readonly json: unknown;
+  /** The record the command changed, for its audit event. */
+  readonly targetId?: string;
 }
 
 export interface CommandServices {
   readonly tenancy: TenancyService;
+  readonly audit: AuditLog;
   readStdin(): Promise<string>;
 }
 
@@ -45,7 +50,59 @@ export async function runCommand(
     );
   }
   if (handler === undefined) throw new InvalidRequestError(`Unknown command: ${words.join(' ')}`);
-  return handler({ flags, services });
+  const { action } = AUDITED.get(`${noun} ${verb}`)!;
+  try {
+    const output = await handler({ flags, services });
+    await recordAdminAction(services.audit, action, 'success', output.targetId ?? null);
+    return output;
+  } catch (error) {
+    await recordAdminAction(
+      services.audit,
+      action,
+      error instanceof KilnError ? 'refused' : 'failed',
+      null,
+    );
+    throw error;
+  }
+}
+
+/**
+ * What the audit log records of kiln-admin's commands (docs/adr/0049-audit-log.md): the action
+ * the API's route for the same change records, by the actor `kiln-admin`, with the operating
+ * system user who ran it where the API keeps the user agent.
+ */
+const AUDITED: ReadonlyMap<string, { action: string }> = new Map([
+  ['user create', { action: 'user.create' }],
+  ['user system-admin', { action: 'user.update' }],
+]);
+
+/** Records one kiln-admin action: no tenant, no HTTP status, never a flag's value. */
+export async function recordAdminAction(
+  audit: AuditLog,
+  action: string,
+  result: 'success' | 'refused' | 'failed',
+  targetId: string | null,
+  targetType: string | null = 'user',
+): Promise<void> {
+  await audit.record({
+    actor: { type: 'kiln-admin', userId: null, email: null, apiTokenId: null },
+    tenantId: null,
+    action,
+    target: targetType === null ? null : { type: targetType, id: targetId },
+    result,
+    status: null,
+    requestId: null,
+    sourceAddress: null,
+    userAgent: `kiln-admin (os user ${osUser()})`.slice(0, 256),
+  });
+}
+
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
 }
 
 async function userCreate({ flags, services }: CommandInput): Promise<CommandOutput> {
@@ -59,6 +116,7 @@ async function userCreate({ flags, services }: CommandInput): Promise<CommandOut
   return {
     text: `created user ${user.email}\n  id: ${user.id}`,
     json: { id: user.id, email: user.email, created_at: user.createdAt.toISOString() },
+    targetId: user.id,
   };
 }
 
@@ -68,6 +126,7 @@ async function userSystemAdmin({ flags, services }: CommandInput): Promise<Comma
   return {
     text: `${user.email} ${off ? 'is no longer' : 'is now'} an installation administrator (system:admin)`,
     json: { id: user.id, email: user.email, system_admin: user.systemAdmin },
+    targetId: user.id,
   };
 }
 

@@ -3,6 +3,8 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'node:util';
 import { KILN_ENTITIES } from '../app.entities.js';
+import { AuditEventsRepository } from '../audit/audit-events.repository.js';
+import { AuditLog } from '../audit/audit-log.js';
 import { TenancyService } from '../auth/tenancy.service.js';
 import { translateDatabaseError } from '../common/database-errors.js';
 import { KilnError } from '../common/errors.js';
@@ -10,7 +12,7 @@ import { createLogger } from '../common/logger.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { openDatabase } from '../database/database.js';
 import { CliModule } from './cli.module.js';
-import { runCommand } from './commands.js';
+import { recordAdminAction, runCommand } from './commands.js';
 
 const USAGE = `Usage: kiln-admin <command> [options]
 
@@ -85,6 +87,10 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (positionals[0] === 'migrate') {
       const { applied } = database;
+      const audit = new AuditLog(new AuditEventsRepository(database.dataSource), logger, undefined, {
+        followLoggerLevel: true,
+      });
+      await recordAdminAction(audit, 'database.migrate', 'success', null, null);
       print(
         applied.length === 0
           ? 'database is up to date'
@@ -100,6 +106,7 @@ async function main(argv: string[]): Promise<number> {
     try {
       const output = await runCommand(positionals, values, {
         tenancy: context.get(TenancyService),
+        audit: context.get(AuditLog),
         readStdin,
       });
       print(output.text, output.json);

@@ -39,6 +39,12 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
     "Tenants and users (installation administrators, system:admin), and a tenant's members " +
       '(its admins, member:manage).',
   ],
+  [
+    'audit',
+    "The audit log: every state-changing call, who made it, in which tenant, on what, with what " +
+      "outcome; a tenant's for its admins (audit:read), every tenant's for installation " +
+      'administrators (system:admin).',
+  ],
 ];
 
 /**

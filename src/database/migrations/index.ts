@@ -21,6 +21,7 @@ import { AdmissionTimeouts1765324800000 } from './1765324800000-admission-timeou
 import { AdmissionGeneration1765411200000 } from './1765411200000-admission-generation.js';
 import { SystemAdmin1765497600000 } from './1765497600000-system-admin.js';
 import { ApiTokens1765584000000 } from './1765584000000-api-tokens.js';
+import { AuditEvents1765699200000 } from './1765699200000-audit-events.js';
 import { Retention1765756800000 } from './1765756800000-retention.js';
 
 /**
@@ -50,5 +51,6 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   AdmissionGeneration1765411200000,
   SystemAdmin1765497600000,
   ApiTokens1765584000000,
+  AuditEvents1765699200000,
   Retention1765756800000,
 ];
