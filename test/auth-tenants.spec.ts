@@ -92,6 +92,7 @@ describe('GET /api/v1/auth/tenants', () => {
             'project:manage',
             'settings:manage',
             'token:manage',
+            'audit:read',
           ],
         },
       ],

@@ -310,7 +310,7 @@ describe('authentication and tenancy', () => {
       });
     });
 
-    it("gives the admin role the spec's five permissions, the admin API's three and its own tokens", async () => {
+    it("gives the admin role the spec's five permissions, the admin API's three, its own tokens and the audit log", async () => {
       const response = await fetch(`${kiln.baseUrl}/api/v1/permission-probe`, {
         method: 'DELETE',
         headers: { authorization: `Bearer ${adminToken}`, 'x-tenant-id': seeded.tenantA },
@@ -327,6 +327,7 @@ describe('authentication and tenancy', () => {
         'project:manage',
         'settings:manage',
         'token:manage',
+        'audit:read',
       ]);
     });
   });

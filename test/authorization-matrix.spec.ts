@@ -137,6 +137,10 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
     success: 200,
     build: 'none',
   },
+  // The audit log (docs/adr/0049-audit-log.md): a tenant's for its admins, every tenant's for
+  // installation administrators.
+  'GET /api/v1/audit': { permission: 'audit:read', success: 200, build: 'none' },
+  'GET /api/v1/audit/installation': { permission: 'system:admin', success: 200, build: 'none' },
 };
 
 /** What :type names: a type the PUT sets, and for DELETE one the tenant never has. */
@@ -160,6 +164,7 @@ const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
     'project:manage',
     'settings:manage',
     'token:manage',
+    'audit:read',
   ],
   developer: ['build:create', 'build:list', 'build:read', 'build:cancel', 'token:manage'],
   viewer: ['build:list', 'build:read', 'token:manage'],

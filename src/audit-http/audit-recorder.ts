@@ -159,7 +159,10 @@ export class AuditRecorder {
     target: AuditTarget | null,
   ): string | null {
     if (req.tenant !== undefined) return req.tenant.tenantId;
-    if (audit.tenantTarget) return target?.id !== undefined && target.id !== null && isUuid(target.id) ? target.id.toLowerCase() : null;
+    if (audit.tenantTarget)
+      return target?.id !== undefined && target.id !== null && isUuid(target.id)
+        ? target.id.toLowerCase()
+        : null;
     if (audit.installation || audit.buildPod || req.user === undefined) return null;
     if (req.user.apiToken !== undefined) return req.user.apiToken.tenantId;
     const named = req.headers['x-tenant-id'];

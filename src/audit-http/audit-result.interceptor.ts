@@ -15,9 +15,7 @@ import { AUDIT_STATE, type AuditState } from './audit-recorder.js';
 export class AuditResultInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
-    const state = context.switchToHttp().getRequest<{ [AUDIT_STATE]?: AuditState }>()[
-      AUDIT_STATE
-    ];
+    const state = context.switchToHttp().getRequest<{ [AUDIT_STATE]?: AuditState }>()[AUDIT_STATE];
     if (state === undefined) return next.handle();
     return next.handle().pipe(
       tap((answer: unknown) => {

@@ -26,9 +26,11 @@ export class AuditController {
     summary: "List the tenant's audit events",
     description: `Every state-changing call made in this tenant, succeeded, refused or failed: who, what, on which record, with what outcome, from where (\`audit:read\`, the tenant's admins). ${FILTERS}`,
   })
-  @ApiErrors(200, { type: AuditEventListDto, description: 'One page of events' }, [
-    400, 401, 403, 429,
-  ])
+  @ApiErrors(
+    200,
+    { type: AuditEventListDto, description: 'One page of events' },
+    [400, 401, 403, 429],
+  )
   list(
     @CurrentTenant() tenant: TenantContext,
     @Query() query: ListAuditQueryDto,
@@ -50,9 +52,11 @@ export class InstallationAuditController {
     summary: "List every tenant's audit events",
     description: `Every audit event of the installation: every tenant's, and those of no tenant (logins, users, tenants, kiln-admin) (\`system:admin\`). \`tenant_id\` narrows it to one tenant, or \`none\` to those of no tenant. ${FILTERS}`,
   })
-  @ApiErrors(200, { type: AuditEventListDto, description: 'One page of events' }, [
-    400, 401, 403, 429,
-  ])
+  @ApiErrors(
+    200,
+    { type: AuditEventListDto, description: 'One page of events' },
+    [400, 401, 403, 429],
+  )
   list(@Query() query: ListInstallationAuditQueryDto): Promise<AuditEventListDto> {
     const tenantId =
       query.tenant_id === undefined

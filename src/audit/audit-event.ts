@@ -20,7 +20,13 @@ export interface AuditEvent {
   readonly userAgent: string | null;
 }
 
-export const ACTOR_TYPES = ['user', 'api_token', 'anonymous', 'upload_token', 'kiln-admin'] as const;
+export const ACTOR_TYPES = [
+  'user',
+  'api_token',
+  'anonymous',
+  'upload_token',
+  'kiln-admin',
+] as const;
 /**
  * Who acted: a user signed in with an access token, a user's API token, nobody known (no or a
  * refused credential; a failed login carries the e-mail it tried), a build pod with its upload

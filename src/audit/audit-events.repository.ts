@@ -132,14 +132,17 @@ export class AuditEventsRepository {
    * transaction of its own, and answers how many it deleted.
    */
   async deleteOlderThan(cutoff: Date, limit: number): Promise<number> {
-    const rows = await this.dataSource.query<Array<{ id: string }>>(
-      `DELETE FROM audit_events WHERE id IN (
-         SELECT id FROM audit_events WHERE occurred_at < $1
-          ORDER BY occurred_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING id`,
+    // Through a CTE the statement is a SELECT, whose rows TypeORM answers as they are.
+    const rows = await this.dataSource.query<Array<{ deleted: number }>>(
+      `WITH gone AS (
+         DELETE FROM audit_events WHERE id IN (
+           SELECT id FROM audit_events WHERE occurred_at < $1
+            ORDER BY occurred_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING 1)
+       SELECT count(*)::int AS deleted FROM gone`,
       [cutoff, limit],
     );
-    return rows.length;
+    return rows[0]?.deleted ?? 0;
   }
 
   /**

@@ -87,9 +87,14 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (positionals[0] === 'migrate') {
       const { applied } = database;
-      const audit = new AuditLog(new AuditEventsRepository(database.dataSource), logger, undefined, {
-        followLoggerLevel: true,
-      });
+      const audit = new AuditLog(
+        new AuditEventsRepository(database.dataSource),
+        logger,
+        undefined,
+        {
+          followLoggerLevel: true,
+        },
+      );
       await recordAdminAction(audit, 'database.migrate', 'success', null, null);
       print(
         applied.length === 0

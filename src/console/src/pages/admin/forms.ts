@@ -20,6 +20,7 @@ export const TOKEN_PERMISSIONS: Readonly<Record<TokenPermission, string>> = {
   'member:manage': "manage the tenant's members",
   'project:manage': "manage the tenant's projects",
   'settings:manage': "manage the tenant's settings and the projects' git credentials",
+  'audit:read': "read the tenant's audit log",
 };
 
 /** The permissions a new token may carry: the caller's in this tenant, without `token:manage`. */
