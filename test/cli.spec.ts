@@ -216,4 +216,64 @@ describe('the kiln-admin CLI (database-direct)', () => {
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/Password must be 12 to 1024 characters/);
   });
+
+  it('records each of its actions in the audit log as kiln-admin, refusals too, never a password', async () => {
+    const events = async () => {
+      const client = new Client({ connectionString: database.url });
+      await client.connect();
+      try {
+        return (
+          await client.query(
+            `SELECT actor_type, actor_user_id, tenant_id, action, target_type, target_id, result,
+                    status, user_agent
+               FROM audit_events ORDER BY occurred_at, id`,
+          )
+        ).rows;
+      } finally {
+        await client.end();
+      }
+    };
+    const before = (await events()).length;
+
+    const user = json(
+      ['user', 'create', '--email', 'audited@acme.io', '--password-stdin'],
+      'a long enough password\n',
+    );
+    const refused = kiln(['user', 'system-admin', '--email', 'nobody@acme.io']);
+    json(['migrate']);
+
+    expect(refused.status).toBe(1);
+    // Standard error is for people: the audit lines stay below its default level (warn).
+    expect(refused.stderr).not.toContain('"log":"audit"');
+    const kilnAdmin = {
+      actor_type: 'kiln-admin',
+      actor_user_id: null,
+      tenant_id: null,
+      status: null,
+      user_agent: expect.stringMatching(/^kiln-admin \(os user .+\)$/),
+    };
+    expect((await events()).slice(before)).toEqual([
+      {
+        ...kilnAdmin,
+        action: 'user.create',
+        target_type: 'user',
+        target_id: user.id,
+        result: 'success',
+      },
+      {
+        ...kilnAdmin,
+        action: 'user.update',
+        target_type: 'user',
+        target_id: null,
+        result: 'refused',
+      },
+      {
+        ...kilnAdmin,
+        action: 'database.migrate',
+        target_type: null,
+        target_id: null,
+        result: 'success',
+      },
+    ]);
+  });
 });

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ApiError } from './api/client.js';
+import { registerAudit } from './commands/audit.js';
 import { registerAuth } from './commands/auth.js';
 import { registerBuilds } from './commands/builds.js';
 import { registerLogs } from './commands/logs.js';
@@ -26,8 +27,8 @@ export interface Environment extends CliEnvironment {
 export function buildProgram(session: Session, env: Environment): Command {
   const program = new Command('kiln')
     .description(
-      "kiln's command line: builds, their logs, projects, tenants, members, tokens and settings, " +
-        "over kiln's HTTP API. Log in first: kiln login <url>. Docs: docs/cli.md.",
+      "kiln's command line: builds, their logs, projects, tenants, members, tokens, settings and " +
+        "the audit log, over kiln's HTTP API. Log in first: kiln login <url>. Docs: docs/cli.md.",
     )
     .version(env.version, '-V, --version', "the CLI's version")
     .option('--tenant <id|name>', 'the tenant to act in (else KILN_TENANT, else `kiln tenant use`)')
@@ -49,6 +50,7 @@ export function buildProgram(session: Session, env: Environment): Command {
   registerTokens(program, session);
   registerSettings(program, session);
   registerRetention(program, session);
+  registerAudit(program, session);
   return program;
 }
 
