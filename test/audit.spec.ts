@@ -61,10 +61,10 @@ interface Expected {
 interface Step {
   readonly name: string;
   /** The call to make, from what earlier steps left in `ctx`. */
-  call(): Promise<Call> | Call;
+  readonly call: () => Promise<Call> | Call;
   /** The event it must record, given the answer's status and body. */
-  expected(status: number, body: any): Expected;
-  after?(body: any): void;
+  readonly expected: (status: number, body: any) => Expected;
+  readonly after?: (body: any) => void;
 }
 
 describe('the audit log', () => {
