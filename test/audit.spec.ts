@@ -9,6 +9,7 @@ import { isSystemPermission, isUserPermission } from '../src/auth/permissions.js
 import { Public } from '../src/auth/require-permission.decorator.js';
 import { listRoutes } from '../src/auth/route-inventory.js';
 import { TenancyService } from '../src/auth/tenancy.service.js';
+import { TokenService } from '../src/auth/token.service.js';
 import { loadConfig } from '../src/config/config.js';
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { SPDX } from './support/artifact-documents.js';
@@ -1034,6 +1035,86 @@ describe('the audit log', () => {
 
       expect(await retention.runOnce(now, 10)).toBeUndefined();
       expect((await probes()).filter((days) => days === 5000)).toHaveLength(2);
+    });
+  });
+
+  describe('calls refused before routing (the rate limit, the body limit)', () => {
+    let small: TestApp;
+    let tenantA: string;
+    let adminOf: { id: string; email: string };
+    let adminToken: string;
+
+    beforeAll(async () => {
+      small = await startTestApp({
+        env: {
+          KILN_RATE_LIMIT_WRITES: '1',
+          KILN_RATE_LIMIT_WINDOW_SECONDS: '3600',
+          KILN_MAX_BODY_BYTES: '1024',
+        },
+      });
+      const seededSmall = await seedTenancy(small);
+      tenantA = seededSmall.tenantA;
+      adminOf = seededSmall.users.admin;
+      // Signed in without POST /auth/login, which would spend the one write of the window.
+      adminToken = (await small.app.get(TokenService).issue(adminOf.id)).access_token;
+    });
+
+    afterAll(async () => {
+      await small.close();
+    });
+
+    const post = (body: string, requestId: string) =>
+      fetch(`${small.baseUrl}/api/v1/projects`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${adminToken}`,
+          'x-tenant-id': tenantA,
+          'content-type': 'application/json',
+          'x-request-id': requestId,
+        },
+        body,
+      });
+    const eventOf = async (requestId: string) =>
+      small.dataSource.query(
+        `SELECT actor_type, actor_user_id, tenant_id, action, result, status
+           FROM audit_events WHERE request_id = $1`,
+        [requestId],
+      );
+
+    it('records a 429 of the rate limit with the caller it verified', async () => {
+      const first = await post(JSON.stringify({ name: 'first' }), 'rate-1');
+      const second = await post(JSON.stringify({ name: 'second' }), 'rate-2');
+
+      expect([first.status, second.status]).toEqual([201, 429]);
+      expect(await eventOf('rate-2')).toEqual([
+        {
+          actor_type: 'user',
+          actor_user_id: adminOf.id,
+          tenant_id: tenantA,
+          action: 'project.create',
+          result: 'refused',
+          status: 429,
+        },
+      ]);
+      expect(
+        small.logs.lines.filter((l) => l['log'] === 'audit' && l['request_id'] === 'rate-2'),
+      ).toHaveLength(1);
+    });
+
+    it('records a 413 of the body limit, before any caller was verified', async () => {
+      const reply = await post(JSON.stringify({ name: 'x'.repeat(2000) }), 'too-large');
+
+      expect(reply.status).toBe(413);
+      expect(await eventOf('too-large')).toEqual([
+        {
+          actor_type: 'anonymous',
+          actor_user_id: null,
+          tenant_id: null,
+          action: 'project.create',
+          result: 'refused',
+          status: 413,
+        },
+      ]);
     });
   });
 

@@ -58,20 +58,23 @@ export class AuditRecorder {
     }
     const request = req as AuditedRequest;
     request[AUDIT_STATE] = {};
+    // Taken now: a middleware mounted on a path (the rate limit's) rewrites req.url while it
+    // runs, and leaves it rewritten when it throws.
+    const path = req.path;
     const end = res.end.bind(res) as (...args: unknown[]) => Response;
     let ending = false;
     res.end = ((...args: unknown[]) => {
       if (ending) return end(...args);
       ending = true;
-      void this.record(request, res).finally(() => end(...args));
+      void this.record(request, path, res).finally(() => end(...args));
       return res;
     }) as Response['end'];
     next();
   };
 
-  private async record(req: AuditedRequest, res: Response): Promise<void> {
+  private async record(req: AuditedRequest, path: string, res: Response): Promise<void> {
     try {
-      const matched = this.routeOf(req);
+      const matched = this.routeOf(req, path);
       if (matched === undefined) return;
       const { audit, params } = matched;
       const status = res.statusCode;
@@ -99,19 +102,19 @@ export class AuditRecorder {
       });
     } catch (error) {
       this.logger.error(
-        { err: error, method: req.method, path: req.path },
+        { err: error, method: req.method, path },
         'audit: a state-changing request could not be recorded',
       );
     }
   }
 
   /** The audited route, or for a route missing from AUDIT_ROUTES, what Express matched. */
-  private routeOf(req: AuditedRequest): MatchedRoute | undefined {
-    const matched = this.matcher.match(req.method, req.path);
+  private routeOf(req: AuditedRequest, path: string): MatchedRoute | undefined {
+    const matched = this.matcher.match(req.method, path);
     if (matched !== undefined) return matched;
-    const path: unknown = (req.route as { path?: unknown } | undefined)?.path;
-    if (typeof path !== 'string') return undefined;
-    const route = `${req.method} ${req.baseUrl}${path}`;
+    const template: unknown = (req.route as { path?: unknown } | undefined)?.path;
+    if (typeof template !== 'string') return undefined;
+    const route = `${req.method} ${req.baseUrl}${template}`;
     return {
       route,
       audit: { action: UNLISTED_ACTION, target: 'route', param: 'route' },
