@@ -159,16 +159,7 @@ const FLOORS = {
   // A second entry point: it may compose what main.ts composes (not main.ts itself). Its http/
   // folder, the `kiln` command, is a client of the API and may not (rule cli-http-only-http).
   cli: {
-    may: [
-      'admission',
-      'audit',
-      'auth',
-      'common',
-      'config',
-      'database',
-      'integrations',
-      'projects',
-    ],
+    may: ['admission', 'audit', 'auth', 'common', 'config', 'database', 'integrations', 'projects'],
     why: 'administers kiln through its services (kiln-admin)',
   },
 };

@@ -41,7 +41,7 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
   ],
   [
     'audit',
-    "The audit log: every state-changing call, who made it, in which tenant, on what, with what " +
+    'The audit log: every state-changing call, who made it, in which tenant, on what, with what ' +
       "outcome; a tenant's for its admins (audit:read), every tenant's for installation " +
       'administrators (system:admin).',
   ],
