@@ -304,6 +304,26 @@ describe('the audit log', () => {
         )(status),
     },
     {
+      name: 'PUT /api/v1/builds/:id/keep',
+      call: () => ({
+        method: 'PUT',
+        path: `/api/v1/builds/${ctx['build']}/keep`,
+        headers: as('admin'),
+      }),
+      expected: (status) =>
+        ok('build.keep', admin(), seeded.tenantA, { type: 'build', id: ctx['build']! })(status),
+    },
+    {
+      name: 'DELETE /api/v1/builds/:id/keep',
+      call: () => ({
+        method: 'DELETE',
+        path: `/api/v1/builds/${ctx['build']}/keep`,
+        headers: as('admin'),
+      }),
+      expected: (status) =>
+        ok('build.unkeep', admin(), seeded.tenantA, { type: 'build', id: ctx['build']! })(status),
+    },
+    {
       name: 'DELETE /api/v1/builds/:id',
       call: async () => {
         const done = await startedBuild('audit-3');
@@ -523,6 +543,20 @@ describe('the audit log', () => {
       }),
       expected: (status) =>
         ok('tenant.admission.update', rootActor(), ctx['tenant']!, {
+          type: 'tenant',
+          id: ctx['tenant']!,
+        })(status),
+    },
+    {
+      name: 'PATCH /api/v1/tenants/:id/retention',
+      call: () => ({
+        method: 'PATCH',
+        path: `/api/v1/tenants/${ctx['tenant']}/retention`,
+        body: { days: 30 },
+        headers: as('root', undefined),
+      }),
+      expected: (status) =>
+        ok('tenant.retention.update', rootActor(), ctx['tenant']!, {
           type: 'tenant',
           id: ctx['tenant']!,
         })(status),
@@ -930,7 +964,9 @@ describe('the audit log', () => {
       expect(byTarget.body.events.map((e: any) => e.action).sort()).toEqual([
         'build.cancel',
         'build.create',
+        'build.keep',
         'build.start',
+        'build.unkeep',
       ]);
       expect(byAction.body.events).toHaveLength(1);
       expect(byAction.body.events[0].actor.user_id).toBe(seeded.users.developer.id);

@@ -36,6 +36,8 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   },
   'POST /api/v1/builds': { action: 'build.create', target: 'build' },
   'DELETE /api/v1/builds/:id': { action: 'build.delete', target: 'build', param: 'id' },
+  'PUT /api/v1/builds/:id/keep': { action: 'build.keep', target: 'build', param: 'id' },
+  'DELETE /api/v1/builds/:id/keep': { action: 'build.unkeep', target: 'build', param: 'id' },
   'POST /api/v1/builds/:id/start': { action: 'build.start', target: 'build', param: 'id' },
   'POST /api/v1/builds/:id/cancel': { action: 'build.cancel', target: 'build', param: 'id' },
   'POST /api/v1/builds/:id/retry': { action: 'build.retry', target: 'build', param: 'id' },
@@ -88,6 +90,13 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   },
   'PATCH /api/v1/tenants/:id/admission': {
     action: 'tenant.admission.update',
+    target: 'tenant',
+    param: 'id',
+    tenantTarget: true,
+    installation: true,
+  },
+  'PATCH /api/v1/tenants/:id/retention': {
+    action: 'tenant.retention.update',
     target: 'tenant',
     param: 'id',
     tenantTarget: true,
