@@ -104,11 +104,22 @@ describe('the kiln process', () => {
       expect(stdout).not.toContain('s'.repeat(40));
     });
 
-    it('lets the CLI migrate the same database while kiln runs', () => {
-      const result = spawnSync('node', [CLI, 'migrate', '--json'], {
-        env: baseEnv({ KILN_DATA_DIR: dataDir }),
-        encoding: 'utf8',
-      });
+    it('lets the CLI migrate the same database while kiln runs', async () => {
+      // Run asynchronously: a spawnSync would stall this process's event loop for the whole
+      // migrate, past the server's keep-alive timeout, and the next fetch would reuse a socket
+      // kiln had already closed.
+      const result = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
+        (done) => {
+          const child = spawn('node', [CLI, 'migrate', '--json'], {
+            env: baseEnv({ KILN_DATA_DIR: dataDir }),
+          });
+          let out = '';
+          let err = '';
+          child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+          child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+          child.on('close', (status) => done({ status, stdout: out, stderr: err }));
+        },
+      );
 
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
