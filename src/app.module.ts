@@ -14,7 +14,6 @@ import { LifecycleModule } from './lifecycle/lifecycle.module.js';
 import { LogStreamModule } from './log-stream/log-stream.module.js';
 import { LogsModule } from './logs/logs.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
-import { OperatorModule } from './operator/operator.module.js';
 import { ProjectsModule } from './projects/projects.module.js';
 import { RetentionModule } from './retention/retention.module.js';
 import type { BuildRunner } from './runners/build-runner.js';
@@ -45,6 +44,11 @@ export interface AppOptions {
   readonly extraApiModules?: ReadonlyArray<Type>;
   /** The BuildRunner class to bind instead of the one KILN_RUNNER selects. */
   readonly runner?: Type<BuildRunner>;
+  /**
+   * Where the OpenAPI document and its UI were generated (src/app.openapi.ts), when not dist/:
+   * tests run from src/ and generate theirs once per run (test/support/global-setup.ts).
+   */
+  readonly openApiDir?: string;
 }
 
 /** Whether a role serves the HTTP API: its routes, the log WebSocket and the OpenAPI document. */
@@ -79,7 +83,10 @@ export function coreModules(dataSource: DataSource): Array<Type | DynamicModule>
  * Kubernetes runner is the API side of the Kubernetes path (it writes Build resources), whose
  * other side is the operator's reconcile loop in operatorModules().
  */
-export function apiModules(config: KilnConfig, options: AppOptions): Array<Type | DynamicModule> {
+export function apiModules(
+  config: KilnConfig,
+  options: AppOptions,
+): Array<Type | DynamicModule | Promise<DynamicModule>> {
   const routed = [...API_MODULES, ...(options.extraApiModules ?? [])];
   return [
     ...routed,
@@ -88,27 +95,36 @@ export function apiModules(config: KilnConfig, options: AppOptions): Array<Type 
   ];
 }
 
-/** The operator: no HTTP route and no runner (it reconciles the Build resources the API writes). */
-export function operatorModules(): Array<Type | DynamicModule> {
+/**
+ * The operator: no HTTP route and no runner (it reconciles the Build resources the API writes).
+ * Imported when a role composes it, never before: it brings @kubernetes/client-node, which an
+ * api role with the local runner does not load (docs/adr/0051-api-role-memory.md).
+ */
+export async function operatorModules(): Promise<Type[]> {
+  const { OperatorModule } = await import('./operator/operator.module.js');
   return [OperatorModule];
 }
 
-/** The application for one KILN_ROLE: api = core + api, operator = core + operator, all = all three. */
+/**
+ * The application for one KILN_ROLE: api = core + api, operator = core + operator, all = all three.
+ * Asynchronous: the parts a role does not compose are never imported (operatorModules,
+ * RunnersModule.forRoot).
+ */
 @Module({})
 export class AppModule {
-  static forRoot(
+  static async forRoot(
     config: KilnConfig,
     dataSource: DataSource,
     logger: Logger,
     options: AppOptions = {},
-  ): DynamicModule {
+  ): Promise<DynamicModule> {
     return {
       module: AppModule,
       global: true,
       imports: [
         ...coreModules(dataSource),
         ...(composesApi(config.role) ? apiModules(config, options) : []),
-        ...(composesOperator(config.role) ? operatorModules() : []),
+        ...(composesOperator(config.role) ? await operatorModules() : []),
       ],
       providers: [
         { provide: KilnConfig, useValue: config },

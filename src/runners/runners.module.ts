@@ -5,10 +5,8 @@ import { KilnConfig } from '../config/config.js';
 import { BuildAccessModule } from '../integrations/integrations.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
-import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
 import { S3ImageStore } from '../registries/s3-upload.js';
 import { BuildRunner } from './build-runner.js';
-import { KubernetesRunner } from './kubernetes/kubernetes.runner.js';
 import { DockerfileExecutor } from './local/executors/dockerfile.executor.js';
 import { PackExecutor } from './local/executors/pack.executor.js';
 import { PackerExecutor } from './local/executors/packer.executor.js';
@@ -35,45 +33,57 @@ const LOCAL_RUNNER: Provider[] = [
   { provide: BuildRunner, useClass: LocalRunner },
 ];
 
+/** What any runner may inject besides the port: the modules a local build and its steps use. */
+const RUNNER_IMPORTS = [
+  AdmissionModule,
+  LifecycleModule,
+  LogsModule,
+  ArtifactsModule,
+  BuildAccessModule,
+];
+
+/**
+ * The Kubernetes connection, imported only when KILN_RUNNER=kubernetes: it brings
+ * @kubernetes/client-node, which the local runner's process never loads
+ * (docs/adr/0051-api-role-memory.md).
+ */
+async function kubernetesModule(): Promise<Type> {
+  const { KubernetesModule } = await import('../kubernetes/kubernetes.module.js');
+  return KubernetesModule;
+}
+
 /**
  * Binds the BuildRunner port to the one runner the configuration picks, and instantiates no
  * other: KILN_RUNNER=local → LocalRunner (with the modules it builds on: the log store, the
  * artifacts its SBOM and scan steps store, BuildAccess); kubernetes → KubernetesRunner (Build
- * resources the operator reconciles). Tests pass their own runner class. Global, so BuildsModule
- * injects the port without knowing the runner; composed once, by the roles that start builds
- * (app.module.ts, apiModules). Runners read only a build's spec: no feature of the API.
+ * resources the operator reconciles), loaded then and only then. Tests pass their own runner
+ * class, given the Kubernetes connection only with KILN_RUNNER=kubernetes. Global, so
+ * BuildsModule injects the port without knowing the runner; composed once, by the roles that
+ * start builds (app.module.ts, apiModules). Runners read only a build's spec: no feature of the
+ * API.
  */
 @Module({})
 export class RunnersModule {
-  static forRoot(config: Pick<KilnConfig, 'runner'>, runner?: Type<BuildRunner>): DynamicModule {
-    const bound: Pick<DynamicModule, 'imports' | 'providers'> =
-      runner !== undefined
-        ? {
-            imports: [
-              AdmissionModule,
-              LifecycleModule,
-              LogsModule,
-              KubernetesModule,
-              ArtifactsModule,
-              BuildAccessModule,
-            ],
-            providers: [{ provide: BuildRunner, useClass: runner }],
-          }
-        : config.runner === 'local'
-          ? {
-              imports: [
-                AdmissionModule,
-                LifecycleModule,
-                LogsModule,
-                ArtifactsModule,
-                BuildAccessModule,
-              ],
-              providers: LOCAL_RUNNER,
-            }
-          : {
-              imports: [KubernetesModule],
-              providers: [{ provide: BuildRunner, useClass: KubernetesRunner }],
-            };
+  static async forRoot(
+    config: Pick<KilnConfig, 'runner'>,
+    runner?: Type<BuildRunner>,
+  ): Promise<DynamicModule> {
+    const kubernetes = config.runner === 'kubernetes';
+    let bound: Pick<DynamicModule, 'imports' | 'providers'>;
+    if (runner !== undefined) {
+      bound = {
+        imports: [...RUNNER_IMPORTS, ...(kubernetes ? [await kubernetesModule()] : [])],
+        providers: [{ provide: BuildRunner, useClass: runner }],
+      };
+    } else if (!kubernetes) {
+      bound = { imports: RUNNER_IMPORTS, providers: LOCAL_RUNNER };
+    } else {
+      const { KubernetesRunner } = await import('./kubernetes/kubernetes.runner.js');
+      bound = {
+        imports: [await kubernetesModule()],
+        providers: [{ provide: BuildRunner, useClass: KubernetesRunner }],
+      };
+    }
     return { module: RunnersModule, global: true, ...bound, exports: [BuildRunner] };
   }
 }
