@@ -4,6 +4,7 @@ import tseslint from 'typescript-eslint';
 
 const typeormOnlyIn = ['src/database/**', '**/*.repository.ts', '**/*.entity.ts'];
 const kubernetesOnlyIn = ['src/kubernetes/**'];
+const swaggerOnlyIn = ['src/common/openapi-document.ts'];
 
 const restricted = (paths) => [
   'error',
@@ -23,6 +24,16 @@ const kubernetes = [
   {
     name: '@kubernetes/client-node',
     message: '@kubernetes/client-node belongs in src/kubernetes/.',
+  },
+];
+
+// The running kiln never loads @nestjs/swagger: its decorators are src/common/openapi-decorators.ts
+// and the document is generated at build time (docs/adr/0051-api-role-memory.md).
+const swagger = [
+  {
+    name: '@nestjs/swagger',
+    message:
+      'Use src/common/openapi-decorators.ts; only the build-time generator (common/openapi-document.ts) loads @nestjs/swagger.',
   },
 ];
 
@@ -59,12 +70,22 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       // Decorated Nest classes are referenced by DI metadata; type-only imports would erase them.
       '@typescript-eslint/no-extraneous-class': 'off',
-      'no-restricted-imports': restricted([...typeorm, ...kubernetes]),
+      'no-restricted-imports': restricted([...typeorm, ...kubernetes, ...swagger]),
     },
   },
   // Each adapter may import its own library (and only its own).
-  { files: typeormOnlyIn, rules: { 'no-restricted-imports': restricted(kubernetes) } },
-  { files: kubernetesOnlyIn, rules: { 'no-restricted-imports': restricted(typeorm) } },
+  {
+    files: typeormOnlyIn,
+    rules: { 'no-restricted-imports': restricted([...kubernetes, ...swagger]) },
+  },
+  {
+    files: kubernetesOnlyIn,
+    rules: { 'no-restricted-imports': restricted([...typeorm, ...swagger]) },
+  },
+  {
+    files: swaggerOnlyIn,
+    rules: { 'no-restricted-imports': restricted([...typeorm, ...kubernetes]) },
+  },
   {
     // The web console (src/console/, its own tsconfig: DOM, Preact JSX). Its own rules keep the
     // token out of storage that outlives the tab or that other code reads, and keep markup made

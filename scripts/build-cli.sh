@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -f dist/openapi.json ] || node scripts/openapi-document.cjs dist/openapi.json
+[ -f dist/openapi.json ] || node scripts/openapi-document.cjs dist
 npx --no-install openapi-typescript dist/openapi.json \
   --output src/cli/http/api/schema.gen.ts --silent
 npx --no-install tsc -p src/cli/http/tsconfig.json

@@ -76,8 +76,7 @@ async function main() {
   const given = process.argv[2];
   const workDir = mkdtempSync(join(tmpdir(), 'kiln-openapi-'));
   try {
-    const document = given === undefined ? join(workDir, 'openapi.json') : resolve(given);
-    if (given === undefined) await writeDocumentFromDist(document, workDir);
+    const document = given === undefined ? await writeDocumentFromDist(workDir) : resolve(given);
     // Both run, at once, whatever the other finds: one run shows every problem.
     const reports = await Promise.all([redocly(document), spectral(document)]);
     for (const { text } of reports) console.log(text);

@@ -6,8 +6,7 @@ import { AppModule, type AppOptions, composesApi } from './app.module.js';
 import { JWT_SECRET } from './auth/jwt.constants.js';
 import { AuditRecorder } from './audit-http/audit-recorder.js';
 import { answerClientErrors } from './common/client-error.js';
-import { serveOpenApi } from './common/openapi-document.js';
-import { logStreamPaths } from './log-stream/log-stream.openapi.js';
+import { serveOpenApi } from './common/openapi-files.js';
 import { serveConsole } from './console-host/serve-console.js';
 import { HttpErrorFilter } from './common/http-error.filter.js';
 import { jsonBodyOptions } from './common/json-body.js';
@@ -55,7 +54,7 @@ export async function createApp(
   // build runs.
   if (composesApi(config.role)) {
     app.get(LogSink).registerProcessSecrets({ 'JWT signing secret': app.get<string>(JWT_SECRET) });
-    serveOpenApi(app, logStreamPaths());
+    serveOpenApi(app, options.openApiDir);
     serveConsole(app);
   }
   return app;

@@ -1,4 +1,5 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { parse } from 'yaml';
 import { isUserPermission } from '../src/auth/permissions.js';
 import { listRoutes } from '../src/auth/route-inventory.js';
 import { jsonOf } from './support/http.js';
@@ -83,5 +84,19 @@ describe('OpenAPI document', () => {
 
     expect(response.status).toBe(200);
     expect(await response.text()).toMatch(/swagger-ui/i);
+  });
+
+  it("serves the UI's assets and the same document as YAML", async () => {
+    const page = await (await fetch(`${kiln.baseUrl}/api/v1/docs/`)).text();
+    const assets = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map(([, path]) => path);
+    const yaml = await fetch(`${kiln.baseUrl}/api/v1/openapi.yaml`);
+
+    expect(assets).toEqual(expect.arrayContaining(['swagger-ui-bundle.js', 'swagger-ui-init.js']));
+    for (const asset of assets) {
+      const response = await fetch(`${kiln.baseUrl}/api/v1/docs/${asset}`);
+      expect({ asset, status: response.status }).toEqual({ asset, status: 200 });
+    }
+    expect(yaml.status).toBe(200);
+    expect(parse(await yaml.text())).toEqual(document);
   });
 });

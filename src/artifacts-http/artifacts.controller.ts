@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Param, Put, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import type { Request, Response } from 'express';
 import { Public, RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../common/openapi-decorators.js';
 import { SEVERITIES, type Severity } from '../manifest/severities.js';
 
 /** GET /builds/{id}/sbom. */

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { UnauthorizedError } from '../common/errors.js';
 import { ACCESS_TOKEN_SCHEME, ApiErrors } from '../common/openapi.js';
 import { ApiTokensRepository } from './api-tokens.repository.js';

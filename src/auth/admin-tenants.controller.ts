@@ -1,5 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiNoContentResponse,
+  ApiOperation,
+  ApiTags,
+} from '../common/openapi-decorators.js';
 import { ACCESS_TOKEN_SCHEME, ApiErrors } from '../common/openapi.js';
 import { PageQueryDto } from '../common/page-query.dto.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { ACCESS_TOKEN_SCHEME, ApiErrors } from '../common/openapi.js';
 import { PageQueryDto } from '../common/page-query.dto.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';

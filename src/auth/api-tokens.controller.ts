@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiNoContentResponse, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
 import { ApiTokens } from './api-tokens.js';

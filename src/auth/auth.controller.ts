@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Ip, Post } from '@nestjs/common';
 import { AuthService } from './auth.service.js';
 import { AccessTokenDto, LoginDto } from './dto/login.dto.js';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { ApiErrors } from '../common/openapi.js';
 import { Public } from './require-permission.decorator.js';
 import type { AccessToken } from './token.service.js';

@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { ACCESS_TOKEN_SCHEME, ApiErrors } from '../common/openapi.js';
 import { MemberTenantListDto } from './dto/member-tenant.dto.js';
 import { permissionsOf } from './permissions.js';

@@ -19,7 +19,7 @@ import {
   ApiOperation,
   ApiTags,
   getSchemaPath,
-} from '@nestjs/swagger';
+} from '../common/openapi-decorators.js';
 import type { Response } from 'express';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';

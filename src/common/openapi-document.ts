@@ -1,14 +1,13 @@
+// Build time only: the one module that loads @nestjs/swagger (src/app.openapi.ts, which `make
+// build` and the test setup run). The running api role serves what it wrote
+// (common/openapi-files.ts) and never imports this file (docs/adr/0051-api-role-memory.md).
 import type { INestApplication } from '@nestjs/common';
-import {
-  DocumentBuilder,
-  type OpenAPIObject,
-  type PathItemObject,
-  SwaggerModule,
-} from '@nestjs/swagger';
+import * as swagger from '@nestjs/swagger';
+import type { OpenAPIObject, PathItemObject } from '@nestjs/swagger';
 import { ACCESS_TOKEN_SCHEME, UPLOAD_TOKEN_SCHEME } from './openapi.js';
+import { takeRecordedOpenApiDecorators } from './openapi-decorators.js';
 
-export const OPENAPI_JSON_PATH = 'api/v1/openapi.json';
-export const OPENAPI_UI_PATH = 'api/v1/docs';
+export { OPENAPI_JSON_PATH, OPENAPI_UI_PATH } from './openapi-files.js';
 
 /** The document's tags, each with its description: an operation uses only these. */
 const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
@@ -48,6 +47,21 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
 ];
 
 /**
+ * Applies swagger's own decorators where kiln's recorded theirs (common/openapi-decorators.ts):
+ * same arguments, same targets, same order.
+ */
+function applySwaggerDecorators(): void {
+  for (const { name, args, target, key, descriptor } of takeRecordedOpenApiDecorators()) {
+    const decorator = (swagger[name] as (...given: unknown[]) => unknown)(...args) as (
+      target: object,
+      key?: string | symbol,
+      descriptor?: PropertyDescriptor,
+    ) => unknown;
+    decorator(target, key, descriptor);
+  }
+}
+
+/**
  * The OpenAPI 3 document, generated from the controllers and DTOs (version 1.0.0), with
  * `extraPaths`: what a transport that is no Nest controller describes itself (the log WebSocket,
  * log-stream.openapi.ts), handed in by the composition root.
@@ -56,7 +70,8 @@ export function buildOpenApiDocument(
   app: INestApplication,
   extraPaths: Readonly<Record<string, PathItemObject>> = {},
 ): OpenAPIObject {
-  const builder = new DocumentBuilder()
+  applySwaggerDecorators();
+  const builder = new swagger.DocumentBuilder()
     .setTitle('kiln build service')
     .setDescription(
       'Creates, starts, monitors, cancels and retries container-image builds and serves their logs. ' +
@@ -89,19 +104,7 @@ export function buildOpenApiDocument(
     // operation without its own security still needs an access token.
     .addSecurityRequirements(ACCESS_TOKEN_SCHEME);
   for (const [name, description] of TAGS) builder.addTag(name, description);
-  const document = SwaggerModule.createDocument(app, builder.build());
+  const document = swagger.SwaggerModule.createDocument(app, builder.build());
   Object.assign(document.paths, extraPaths);
   return document;
-}
-
-/** Serves the document as JSON and a browsable UI; neither needs authentication. */
-export function serveOpenApi(
-  app: INestApplication,
-  extraPaths: Readonly<Record<string, PathItemObject>> = {},
-): void {
-  SwaggerModule.setup(OPENAPI_UI_PATH, app, () => buildOpenApiDocument(app, extraPaths), {
-    jsonDocumentUrl: OPENAPI_JSON_PATH,
-    yamlDocumentUrl: 'api/v1/openapi.yaml',
-    customSiteTitle: 'kiln API',
-  });
 }

@@ -7,7 +7,7 @@ import {
   ApiPropertyOptional,
   ApiResponse,
   type ApiResponseOptions,
-} from '@nestjs/swagger';
+} from './openapi-decorators.js';
 
 /** Security scheme of a user's access token (POST /api/v1/auth/login): every route but login. */
 export const ACCESS_TOKEN_SCHEME = 'bearer';

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional } from './openapi-decorators.js';
 import { IsOptional } from 'class-validator';
 import { MAX_PAGE, MAX_PAGE_SIZE, QueryInteger } from './validators.js';
 

@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiExcludeController } from '../common/openapi-decorators.js';
 import { Public } from '../auth/require-permission.decorator.js';
 import { type HealthReport, HealthService } from './health.service.js';
 

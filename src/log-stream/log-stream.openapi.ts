@@ -3,7 +3,7 @@ import {
   type OperationObject,
   type PathItemObject,
   type ResponseObject,
-} from '@nestjs/swagger';
+} from '../common/openapi-decorators.js';
 import { ACCESS_TOKEN_SCHEME, ErrorBodyDto } from '../common/openapi.js';
 import { MAX_INT4 } from '../common/validators.js';
 import { LogEntryResponseDto } from './dto/logs.dto.js';

@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';
 import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';

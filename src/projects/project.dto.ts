@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../common/openapi-decorators.js';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 
 /** POST /projects. The service checks the values (ProjectsService: the CLI's rules). */

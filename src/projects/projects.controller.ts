@@ -7,7 +7,7 @@ import {
   ProjectsService,
   toProjectResponse,
 } from './projects.service.js';
-import { ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiNoContentResponse, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { UuidParamPipe } from '../common/uuid-param.pipe.js';
 import { CreateProjectDto, GitCredentialsDto, UpdateProjectDto } from './project.dto.js';
 import { ApiErrors, ApiTenantScoped } from '../common/openapi.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../common/openapi-decorators.js';
 import { ConflictError, InvalidRequestError, NotFoundError } from '../common/errors.js';
 import {
   carriesCredentials,

@@ -1,5 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
-import { ApiBody, ApiNoContentResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiNoContentResponse,
+  ApiOperation,
+  ApiParam,
+  ApiTags,
+} from '../common/openapi-decorators.js';
 import { TenantAdmissionSettings } from '../admission/tenant-settings.repository.js';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { CurrentTenant, type TenantContext } from '../auth/tenant-context.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../common/openapi-decorators.js';
 import { IsInt, IsOptional, Max, Min, ValidateIf } from 'class-validator';
 import { REGISTRY_TYPES, SECRET_MANAGER_TYPES } from '../manifest/types.js';
 

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Patch } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '../common/openapi-decorators.js';
 import { TenantAdmissionSettings } from '../admission/tenant-settings.repository.js';
 import { RequirePermission } from '../auth/require-permission.decorator.js';
 import { TenancyService } from '../auth/tenancy.service.js';

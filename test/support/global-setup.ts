@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KILN_ENTITIES } from '../../src/app.entities.js';
+import { writeOpenApiFiles } from '../../src/app.openapi.js';
 import { createLogger } from '../../src/common/logger.js';
 import { createDataSource, runMigrations } from '../../src/database/data-source.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
@@ -10,7 +11,9 @@ import { isAlive } from './processes.js';
 
 /**
  * One embedded PostgreSQL per test run, on tmpfs, with a migrated template database that every
- * test file clones (test/support/database.ts).
+ * test file clones (test/support/database.ts); and the OpenAPI document with its UI, generated
+ * once per run from the sources as `make build` generates it from dist/, which every app of
+ * startTestApp serves (docs/adr/0051-api-role-memory.md).
  */
 const TEST_ROOT = '/dev/shm';
 const PREFIX = 'kiln-test-';
@@ -49,7 +52,11 @@ export default async function globalSetup(): Promise<void> {
   await runMigrations(dataSource, logger);
   await dataSource.destroy(); // a template must have no open connections while it is cloned
 
+  const openApiDir = join(dataDir, 'openapi');
+  await writeOpenApiFiles(openApiDir);
+
   process.env['KILN_TEST_POSTGRES_URL'] = server.url('postgres');
+  process.env['KILN_TEST_OPENAPI_DIR'] = openApiDir;
   process.env['KILN_TEST_POSTGRES_DIR'] = dataDir;
   (globalThis as { __kilnTestPostgres?: EmbeddedPostgres }).__kilnTestPostgres = server;
 }

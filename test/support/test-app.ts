@@ -37,6 +37,13 @@ export interface TestAppOptions {
   readonly runner?: Type<BuildRunner>;
 }
 
+/** Where test/support/global-setup.ts wrote this run's OpenAPI document and UI. */
+export function openApiDirOfThisRun(): string {
+  const dir = process.env['KILN_TEST_OPENAPI_DIR'];
+  if (dir === undefined) throw new Error('KILN_TEST_OPENAPI_DIR is unset: jest runs global-setup');
+  return dir;
+}
+
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const { env = {}, apiModules: extraApiModules = [], database: sharedDatabase, runner } = options;
   const database: TestDatabase = sharedDatabase ?? (await createTestDatabase());
@@ -66,7 +73,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     traceQueries: tracing !== undefined,
   });
   await dataSource.initialize();
-  const app = await createApp(config, dataSource, logs.logger, { extraApiModules, runner });
+  const app = await createApp(config, dataSource, logs.logger, {
+    extraApiModules,
+    runner,
+    openApiDir: openApiDirOfThisRun(),
+  });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return {

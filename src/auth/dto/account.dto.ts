@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from '../../common/openapi-decorators.js';
 import { IsString, MaxLength, MinLength } from 'class-validator';
 import { MIN_PASSWORD_LENGTH } from '../../config/config.js';
 import { MAX_PASSWORD_LENGTH } from '../password-hasher.js';

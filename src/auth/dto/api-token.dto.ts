@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/openapi-decorators.js';
 import {
   ArrayMaxSize,
   ArrayUnique,

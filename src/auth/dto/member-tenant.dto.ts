@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from '../../common/openapi-decorators.js';
 import { type Role, ROLES, TENANT_PERMISSIONS, type TenantPermission } from '../permissions.js';
 
 /** A tenant the caller is a member of: what the console's tenant picker shows. */

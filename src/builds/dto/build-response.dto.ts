@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/openapi-decorators.js';
 import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';
 import { FAILURE_REASONS, type FailureReason } from '../../manifest/failure-reasons.js';
 

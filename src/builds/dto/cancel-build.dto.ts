@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional } from '../../common/openapi-decorators.js';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 
 export class CancelBuildDto {

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional } from '../../common/openapi-decorators.js';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
 import { PageQueryDto } from '../../common/page-query.dto.js';
 import { BUILD_STATUSES, type BuildStatus } from '../../lifecycle/build-state.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/openapi-decorators.js';
 import { IsOptional } from 'class-validator';
 import { MAX_INT4, QueryInteger } from '../../common/validators.js';
 import { LOG_LEVELS, type LogEntryLevel } from '../../logs/log-entry.js';
