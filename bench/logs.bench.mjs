@@ -1,12 +1,18 @@
 // make bench → build logs: ingest through LogSink, paged reads over HTTP, live WebSocket latency,
 // each beside a baseline measured in the same run. Goals are reported, never asserted: a missed
 // goal prints MISSED and the exit status stays 0.
-import { cpus } from 'node:os';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { BuildLifecycle } from '../dist/lifecycle/build-lifecycle.js';
 import { LogSink } from '../dist/logs/log-sink.js';
 import { selfCpuMs, startClients } from './support/client-process.mjs';
-import { startKiln } from './support/kiln.mjs';
+import { request, startKiln } from './support/kiln.mjs';
 import { averageBytes, makeLines, makeSecrets } from './support/log-lines.mjs';
 import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support/stats.mjs';
 
@@ -22,12 +28,17 @@ const LIVE = {
   reader: process.env.LIVE_READER ?? 'frames',
 };
 
+/** The in-process kiln's, given to the api role of `idle` too: one token serves both. */
+const JWT_SECRET = randomBytes(32).toString('hex');
+
 const IDLE = {
   builds: 100,
   counts: [1_000, 10_000],
   rssGoalMb: { 1000: 200, 10000: 600 },
   queriesGoal: 5,
-  settleMs: 6_000,
+  // PostgreSQL flushes an idle backend's counts up to 10 s late (PGSTAT_IDLE_INTERVAL): the
+  // burst of creating builds or opening streams must be counted before a window starts.
+  settleMs: 16_000,
   windowMs: 10_000,
 };
 
@@ -259,66 +270,171 @@ async function live(kiln, clients) {
 }
 
 /**
- * Idle subscribers: kiln's RSS and the database's transactions/s with 1,000 and then 10,000 open
- * log streams spread over 100 running builds that print nothing, beside the same kiln with none.
+ * Idle subscribers: the RSS of the api role (issue 32: an API pod in 200 MB) and its database's
+ * transactions/s with 1,000 and then 10,000 open log streams spread over 100 builds that print
+ * nothing, beside the same process with none. The api role runs as deployed, `node dist/main.js`
+ * with KILN_ROLE=api and the local runner, in a process of its own on the bench's database (the
+ * in-process kiln seeded it and is closed first): its RSS is kiln's alone, not the bench's
+ * driver's and HTTP client's. Its builds are created and not started, so that nothing runs
+ * them: a stream waits on them as on a running build that prints nothing (non-terminal, no
+ * line).
  */
 async function idle(kiln, clients) {
   const started = nowMs();
-  const builds = [];
-  for (let i = 0; i < IDLE.builds; i++) builds.push(await kiln.runningBuild());
-  const urls = builds.map(
-    (id) => `${kiln.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
-  );
-  // Every query kiln sends goes through pg.Client#query (TypeORM's pool, LogHub, the listener).
-  let queries = 0;
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function counted(...args) {
-    queries++;
-    return query.apply(this, args);
-  };
-  /** Settles, then measures kiln's RSS and its queries/s over a window. */
-  const measure = async () => {
-    await delay(IDLE.settleMs);
-    const before = queries;
-    await delay(IDLE.windowMs);
-    return {
-      rss: process.memoryUsage().rss,
-      perSecond: (queries - before) / (IDLE.windowMs / 1000),
+  await kiln.app.close();
+  const api = await startApiRole(kiln);
+  const stats = new pg.Client({ connectionString: databaseUrl(kiln.databaseUrl, 'postgres') });
+  await stats.connect();
+  try {
+    const atStart = await api.rss();
+    const builds = [];
+    for (let i = 0; i < IDLE.builds; i++) {
+      const created = await request(api.baseUrl, kiln.headers, 'POST', '/builds', {
+        project_id: kiln.projectId,
+        git_branch: `idle-${i}`,
+      });
+      builds.push(created.id);
+    }
+    const urls = builds.map(
+      (id) => `${api.baseUrl.replace('http', 'ws')}/api/v1/builds/${id}/logs/stream`,
+    );
+    /** Transactions kiln's database has counted (pg_stat_database; each query is one). */
+    const transactions = async () => {
+      await stats.query('SELECT pg_stat_clear_snapshot()');
+      const { rows } = await stats.query(
+        `SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = $1`,
+        [new URL(kiln.databaseUrl).pathname.slice(1)],
+      );
+      return Number(rows[0].n);
     };
-  };
+    /** Settles, then measures the api role's RSS and its database's transactions/s. */
+    const measure = async () => {
+      await delay(IDLE.settleMs);
+      const before = await transactions();
+      await delay(IDLE.windowMs);
+      return {
+        rss: await api.rss(),
+        perSecond: ((await transactions()) - before) / (IDLE.windowMs / 1000),
+      };
+    };
 
-  const none = await measure();
-  const figures = [];
-  let open = 0;
-  for (const count of IDLE.counts) {
-    const perUrl = (count - open) / urls.length;
-    ({ open } = await clients.call('openIdleStreams', { urls, headers: kiln.headers, perUrl }));
-    figures.push({ count: open, ...(await measure()) });
-  }
-  await clients.call('closeIdleStreams');
-  pg.Client.prototype.query = query;
-  for (const id of builds) await kiln.app.get(BuildLifecycle).succeed(id);
+    const none = await measure();
+    const figures = [];
+    let open = 0;
+    for (const count of IDLE.counts) {
+      const perUrl = (count - open) / urls.length;
+      ({ open } = await clients.call('openIdleStreams', { urls, headers: kiln.headers, perUrl }));
+      figures.push({ count: open, ...(await measure()) });
+    }
+    await clients.call('closeIdleStreams');
 
-  const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
-  for (const { count, rss, perSecond } of figures) {
-    const rssGoal = IDLE.rssGoalMb[count];
+    const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+    for (const { count, rss, perSecond } of figures) {
+      const rssGoal = IDLE.rssGoalMb[count];
+      console.log(
+        `idle ${int(count)} subscribers: api role RSS ${mb(rss)} | with none ${mb(none.rss)} | ` +
+          `ratio ${ratio(rss / none.rss)} (goal <= ${rssGoal} MB: ${verdict(rss <= rssGoal * 1e6)}); ` +
+          `${((rss - none.rss) / count / 1024).toFixed(1)} KiB each`,
+      );
+      console.log(
+        `idle ${int(count)} subscribers: kiln ${perSecond.toFixed(2)} queries/s | with none ` +
+          `${none.perSecond.toFixed(2)}/s | ${verdict(perSecond - none.perSecond <= IDLE.queriesGoal)} ` +
+          `(goal: <= ${IDLE.queriesGoal} more/s)`,
+      );
+    }
     console.log(
-      `idle ${int(count)} subscribers: kiln RSS ${mb(rss)} | with none ${mb(none.rss)} | ratio ` +
-        `${ratio(rss / none.rss)} (goal <= ${rssGoal} MB: ${verdict(rss <= rssGoal * 1e6)}); ` +
-        `${((rss - none.rss) / count / 1024).toFixed(1)} KiB each`,
+      `  api role: node dist/main.js, KILN_ROLE=api, KILN_RUNNER=local; RSS ${mb(atStart)} once ` +
+        `ready, ${mb(none.rss)} after ${IDLE.builds} builds were created (VmRSS); streams from ` +
+        `the client process, opened 200 at a time; queries = transactions of its database ` +
+        `(pg_stat_database) over ${IDLE.windowMs / 1000} s after ${IDLE.settleMs / 1000} s ` +
+        `settling; ${Math.round((nowMs() - started) / 1000)} s`,
     );
-    console.log(
-      `idle ${int(count)} subscribers: kiln ${perSecond.toFixed(2)} queries/s | with none ` +
-        `${none.perSecond.toFixed(2)}/s | ${verdict(perSecond - none.perSecond <= IDLE.queriesGoal)} ` +
-        `(goal: <= ${IDLE.queriesGoal} more/s)`,
-    );
+  } finally {
+    await stats.end().catch(() => undefined);
+    await api.stop();
   }
-  console.log(
-    `  streams from the client process over ${IDLE.builds} running builds that print nothing, ` +
-      `opened 200 at a time; kiln's RSS is its process's (the bench runs in it); queries = calls ` +
-      `of pg.Client#query over ${IDLE.windowMs / 1000} s after ${IDLE.settleMs / 1000} s settling; ` +
-      `${Math.round((nowMs() - started) / 1000)} s`,
+}
+
+/** `url` with another database name. */
+function databaseUrl(url, database) {
+  const other = new URL(url);
+  other.pathname = `/${database}`;
+  return other.toString();
+}
+
+/**
+ * kiln's api role as deployed: `node dist/main.js` with KILN_ROLE=api and the local runner, on
+ * the in-process kiln's database and JWT secret (so the bench's token works), until /readyz
+ * answers.
+ */
+async function startApiRole(kiln) {
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-api-'));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('../dist/main.js', import.meta.url))],
+    {
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: dir,
+        PORT: String(port),
+        KILN_HOST: '127.0.0.1',
+        KILN_ROLE: 'api',
+        KILN_RUNNER: 'local',
+        DATABASE_URL: kiln.databaseUrl,
+        KILN_DATA_DIR: join(dir, 'data'),
+        KILN_JWT_SECRET: JWT_SECRET,
+        KILN_SECRETS_KEY: randomBytes(32).toString('hex'),
+        KILN_LOG_LEVEL: 'warn',
+        KILN_RATE_LIMIT_READS: '1000000',
+        KILN_RATE_LIMIT_WRITES: '1000000',
+        KILN_WS_MAX_CONNECTIONS_PER_USER: String(Math.max(...IDLE.counts)),
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
   );
+  const exited = new Promise((done) => child.once('exit', (code, signal) => done(code ?? signal)));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let waited = 0; ; waited += 100) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the api role exited (${await exited}) before it was ready`);
+      const ready = await fetch(`${baseUrl}/readyz`).then(
+        (response) => response.status === 200,
+        () => false,
+      );
+      if (ready) break;
+      if (waited > 60_000) throw new Error('the api role was not ready after 60 s');
+      await delay(100);
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    baseUrl,
+    stop,
+    /** Resident set size from /proc, in bytes. */
+    async rss() {
+      const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) * 1024;
+    },
+  };
+}
+
+function freePort() {
+  return new Promise((done, fail) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => done(port));
+    });
+    server.once('error', fail);
+  });
 }
 
 /**
@@ -345,7 +461,13 @@ async function produce(send) {
 }
 
 async function main() {
+  // The api role with the local runner, as an API pod runs without a cluster (the `idle` section
+  // starts one as its own process: docs/adr/0051-api-role-memory.md). Builds run nowhere here
+  // (the bench's runner).
   const kiln = await startKiln({
+    KILN_ROLE: 'api',
+    KILN_RUNNER: 'local',
+    KILN_JWT_SECRET: JWT_SECRET,
     KILN_WS_MAX_CONNECTIONS_PER_USER: String(Math.max(LIVE.subscribers, ...IDLE.counts)), // 10,000: the most it takes
   });
   const raw = new pg.Client({ connectionString: kiln.databaseUrl });
@@ -364,10 +486,11 @@ async function main() {
     await raw.connect();
     const version = (await raw.query('SHOW server_version')).rows[0].server_version;
     console.log(
-      `bench/logs: kiln from dist/, embedded PostgreSQL ${version} on /dev/shm (fsync off), ` +
+      `bench/logs: kiln from dist/ (KILN_ROLE=api, local runner), embedded PostgreSQL ${version} on /dev/shm (fsync off), ` +
         `node ${process.version}, ${cpus().length} CPUs; goals are reported, not asserted`,
     );
-    // `idle` measures the process's RSS: it runs only when named, as its own process (make bench).
+    // `idle` closes the in-process kiln and measures an api-role process of its own: it runs only
+    // when named, last (make bench runs it alone).
     const only = process.argv.slice(2);
     const wanted = (name) => (only.length === 0 && name !== 'idle') || only.includes(name);
     if (wanted('ingest')) await ingest(kiln, raw);
