@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../common/openapi-decorators.js';
 import { IsInt, IsOptional, IsUUID, Max, Min, ValidateIf } from 'class-validator';
 import { QueryInteger } from '../common/validators.js';
 import { RETENTION_RULES, type RetentionRule } from './retention.repository.js';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../../common/openapi-decorators.js';
 import { IsIn, IsISO8601, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
 import { ACTOR_TYPES, AUDIT_RESULTS, type AuditResult } from '../../audit/audit-event.js';
 import { PageQueryDto } from '../../common/page-query.dto.js';
