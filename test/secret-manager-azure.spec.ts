@@ -251,12 +251,15 @@ describe(AzureKeyVault.name, () => {
   it('an Entra ID token endpoint that answers 5xx to every attempt is SecretManagerUnavailableError', async () => {
     fake.put('db-password', VALUE);
     fake.failNext(503, 10, 'token');
+    // Time enough for every answer to come back on a loaded machine: this is about 5xx answers,
+    // and a timeout would end it with another message ("did not answer within").
+    const limits: ResolveLimits = { timeoutMs: 5_000, attempts: 2 };
 
-    const error = await rejection(adapter(SMALL).resolve(reference('db-password')));
+    const error = await rejection(adapter(limits).resolve(reference('db-password')));
 
     expect(error).toBeInstanceOf(SecretManagerUnavailableError);
     expect(error.message).toContain('Microsoft Entra ID is unavailable');
-    expect(fake.requestsTo('token')).toHaveLength(SMALL.attempts);
+    expect(fake.requestsTo('token')).toHaveLength(limits.attempts);
   });
 
   it('an Entra ID that cannot give its OpenID configuration is SecretManagerUnavailableError', async () => {

@@ -15,6 +15,8 @@ export interface ReceivedSpan {
   readonly statusCode: number;
   /** The attributes of the resource that sent it (`service.name`, …). */
   readonly resource: Record<string, string | number | boolean>;
+  /** When it started, in nanoseconds since the epoch (decimal digits: compare as BigInt). */
+  readonly startTimeUnixNano: string;
 }
 
 interface AnyValue {
@@ -39,6 +41,7 @@ interface ExportRequest {
         kind: number;
         attributes?: KeyValue[];
         status?: { code?: number };
+        startTimeUnixNano?: string | number;
       }>;
     }>;
   }>;
@@ -118,6 +121,7 @@ function spansOf(request: ExportRequest): ReceivedSpan[] {
         attributes: plain(span.attributes),
         statusCode: span.status?.code ?? 0,
         resource,
+        startTimeUnixNano: String(span.startTimeUnixNano ?? 0),
       })),
     );
   });
