@@ -12,7 +12,7 @@ import { startClients } from './support/client-process.mjs';
 import { averageBytes, makeLines } from './support/log-lines.mjs';
 import { createBuilds, fill, planSizes } from './support/logscale-fill.mjs';
 import { checkDisk, diskUsage, startDiskPostgres, startKilnOn } from './support/logscale-kiln.mjs';
-import { delay, int, latencySummary, ms, nowMs, ratio, verdict } from './support/stats.mjs';
+import { delay, int, latencySummary, ms, nowMs, ratio, verdict, paced } from './support/stats.mjs';
 
 const LINES = positiveInteger('LOGSCALE_LINES', 100_000_000);
 const BUILDS = positiveInteger('LOGSCALE_BUILDS', 10_000);
@@ -262,28 +262,6 @@ function printSizes(scale, small) {
       `table ${Math.round(per(small, 'total'))} B a line (${int(small.lines)} lines) | ratio ` +
       `${ratio(r)} (goal: none set)`,
   );
-}
-
-/** A loop that calls `call` every `intervalMs` (less the time the last took) until stopped. */
-function paced(call, intervalMs) {
-  const calls = [];
-  let stop = false;
-  const done = (async () => {
-    while (!stop) {
-      const begin = nowMs();
-      await call();
-      const took = nowMs() - begin;
-      calls.push([begin, took]);
-      await delay(Math.max(0, intervalMs - took));
-    }
-  })();
-  return {
-    async stop() {
-      stop = true;
-      await done;
-      return calls;
-    },
-  };
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   ratio,
   seconds,
   verdict,
+  paced,
 } from './support/stats.mjs';
 
 const LINES = Number(process.env.RETENTION_LINES ?? 1_000_000);
@@ -40,28 +41,6 @@ const ENV = {
   KILN_LOG_PURGE_PAUSE_MS: '50',
   KILN_LOG_PURGE_POLL_SECONDS: '1',
 };
-
-/** A loop that calls `call` every `intervalMs` (less the time the last took) until stopped. */
-function paced(call, intervalMs) {
-  const calls = [];
-  let stop = false;
-  const done = (async () => {
-    while (!stop) {
-      const begin = nowMs();
-      await call();
-      const took = nowMs() - begin;
-      calls.push([begin, took]);
-      await delay(Math.max(0, intervalMs - took));
-    }
-  })();
-  return {
-    async stop() {
-      stop = true;
-      await done;
-      return calls;
-    },
-  };
-}
 
 /**
  * BUILDS finished builds that ended 40 days ago, LINES lines between them, written server-side

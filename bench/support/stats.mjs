@@ -32,3 +32,25 @@ export const verdict = (met) => (met ? 'met' : 'MISSED');
 export const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 export const delay = (millis) => new Promise((done) => setTimeout(done, millis));
+
+/** A loop that calls `call` every `intervalMs` (less the time the last took) until stopped. */
+export function paced(call, intervalMs) {
+  const calls = [];
+  let stop = false;
+  const done = (async () => {
+    while (!stop) {
+      const begin = nowMs();
+      await call();
+      const took = nowMs() - begin;
+      calls.push([begin, took]);
+      await delay(Math.max(0, intervalMs - took));
+    }
+  })();
+  return {
+    async stop() {
+      stop = true;
+      await done;
+      return calls;
+    },
+  };
+}

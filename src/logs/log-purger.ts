@@ -10,6 +10,7 @@ import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { BuildLogsRepository, type PurgeBatch } from './build-logs.repository.js';
+import { OneAtATime } from '../common/one-at-a-time.js';
 
 /**
  * Removes the lines of deleted builds in the background (docs/adr/0027-log-purge.md). A build's
@@ -24,7 +25,7 @@ import { BuildLogsRepository, type PurgeBatch } from './build-logs.repository.js
 @Injectable()
 export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly oneAtATime = new OneAtATime();
   private stopped = false;
 
   constructor(
@@ -42,7 +43,7 @@ export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
+    await this.oneAtATime.settled();
   }
 
   /**
@@ -83,22 +84,12 @@ export class LogPurger implements OnApplicationBootstrap, OnApplicationShutdown 
 
   /** One batch, counted once its transaction committed. */
   private async purgeBatch(): Promise<PurgeBatch | undefined> {
-    const batch = await this.exclusive(() => this.logs.purgeBatch(this.config.logPurgeBatchLines));
+    const batch = await this.oneAtATime.run(() =>
+      this.logs.purgeBatch(this.config.logPurgeBatchLines),
+    );
     if (batch !== undefined && batch.deleted > 0) {
       this.metrics?.inc('kiln_log_lines_purged_total', {}, batch.deleted);
     }
     return batch;
-  }
-
-  /** One batch at a time in this process (a drain and the loop never overlap). */
-  private async exclusive<T>(work: () => Promise<T>): Promise<T> {
-    while (this.running !== undefined) await this.running.catch(() => undefined);
-    const running = work();
-    this.running = running;
-    try {
-      return await running;
-    } finally {
-      if (this.running === running) this.running = undefined;
-    }
   }
 }

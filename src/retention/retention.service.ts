@@ -17,6 +17,7 @@ import {
   type TenantRetention,
   type TenantRetentionChange,
 } from './retention.repository.js';
+import { OneAtATime } from '../common/one-at-a-time.js';
 
 /** A tenant's policy: its own values (null inherits) and what applies. */
 export interface TenantPolicyView extends TenantRetention {
@@ -47,7 +48,7 @@ const SCHEDULE_POLL_MS = 60_000;
 @Injectable()
 export class Retention implements OnApplicationBootstrap, OnApplicationShutdown {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly oneAtATime = new OneAtATime();
   private stopped = false;
   private wake: (() => void) | undefined;
 
@@ -67,7 +68,7 @@ export class Retention implements OnApplicationBootstrap, OnApplicationShutdown 
     this.stopped = true;
     clearTimeout(this.timer);
     this.wake?.();
-    await this.running?.catch(() => undefined);
+    await this.oneAtATime.settled();
   }
 
   /** The installation's policy (KILN_RETENTION_DAYS, KILN_RETENTION_KEEP_LAST). */
@@ -100,7 +101,7 @@ export class Retention implements OnApplicationBootstrap, OnApplicationShutdown 
    * the schedule is the way in production.
    */
   runPass(): Promise<PassReport> {
-    return this.exclusive(() => this.pass());
+    return this.oneAtATime.run(() => this.pass());
   }
 
   private schedule(): void {
@@ -200,17 +201,5 @@ export class Retention implements OnApplicationBootstrap, OnApplicationShutdown 
         keepLast: own.keepLast ?? installation.keepLast,
       },
     };
-  }
-
-  /** One pass at a time in this process (a manual pass and the schedule's never overlap). */
-  private async exclusive<T>(work: () => Promise<T>): Promise<T> {
-    while (this.running !== undefined) await this.running.catch(() => undefined);
-    const running = work();
-    this.running = running;
-    try {
-      return await running;
-    } finally {
-      if (this.running === running) this.running = undefined;
-    }
   }
 }
