@@ -9,6 +9,7 @@ import { cpus, tmpdir } from 'node:os';
 import pg from 'pg';
 import { LogSink } from '../dist/logs/log-sink.js';
 import { startClients } from './support/client-process.mjs';
+import { purged } from './support/purge.mjs';
 import { averageBytes, makeLines } from './support/log-lines.mjs';
 import { createBuilds, fill, planSizes } from './support/logscale-fill.mjs';
 import { checkDisk, diskUsage, startDiskPostgres, startKilnOn } from './support/logscale-kiln.mjs';
@@ -380,18 +381,6 @@ async function retention(kiln, raw, clients, { largest, deletes, reader }) {
     reader: window(reads),
     locks,
   };
-}
-
-/** Waits until LogPurger has taken every line of these deleted builds. */
-async function purged(raw, ids) {
-  for (;;) {
-    const { rows } = await raw.query(
-      'SELECT count(*)::int AS n FROM build_log_purges WHERE build_id = ANY($1::uuid[])',
-      [ids],
-    );
-    if (rows[0].n === 0) return;
-    await delay(100);
-  }
 }
 
 function printRetention(scale, small, largestLines) {

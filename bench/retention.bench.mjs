@@ -11,6 +11,7 @@ import { BuildLifecycle } from '../dist/lifecycle/build-lifecycle.js';
 import { LogSink } from '../dist/logs/log-sink.js';
 import { Retention } from '../dist/retention/retention.service.js';
 import { startClients } from './support/client-process.mjs';
+import { purged } from './support/purge.mjs';
 import { startKiln } from './support/kiln.mjs';
 import { makeLines } from './support/log-lines.mjs';
 import {
@@ -90,18 +91,6 @@ async function linesOf(raw, ids) {
     [ids],
   );
   return rows[0];
-}
-
-/** Waits until LogPurger has taken every line of these deleted builds. */
-async function purged(raw, ids) {
-  for (;;) {
-    const { rows } = await raw.query(
-      'SELECT count(*)::int AS n FROM build_log_purges WHERE build_id = ANY($1::uuid[])',
-      [ids],
-    );
-    if (rows[0].n === 0) return;
-    await delay(100);
-  }
 }
 
 /** Samples pg_locks every 20 ms until stopped: the lock waits of anyone in the database. */
