@@ -224,7 +224,7 @@ export const METRICS = {
       'delete) and HTTP status code (error when none came back). A watch or a log stream counts ' +
       'once, when it opens.',
     labels: ['verb', 'code'],
-    scope: 'operator',
+    scope: 'core',
   },
 
   // Retention and audit.
