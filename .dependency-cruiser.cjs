@@ -155,6 +155,26 @@ const FLOORS = {
     may: ['audit', 'auth', 'common', 'config', 'metrics'],
     why: 'records every state-changing API call and serves the audit routes',
   },
+  triggers: {
+    may: [
+      'auth',
+      'build-methods',
+      'builds',
+      'common',
+      'config',
+      'database',
+      'integrations',
+      'lifecycle',
+      'logs',
+      'manifest',
+      'metrics',
+      'projects',
+      'ratelimit',
+      'runners',
+      'secrets',
+    ],
+    why: 'turns git pushes into builds (webhooks, polling) and posts their statuses back',
+  },
   'console-host': { may: ['common', 'config'], why: 'serves the web console' },
   // A second entry point: it may compose what main.ts composes (not main.ts itself). Its http/
   // folder, the `kiln` command, is a client of the API and may not (rule cli-http-only-http).

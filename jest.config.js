@@ -31,12 +31,18 @@ const esmPackages = [
   // CommonJS, but its OTLP/HTTP transport loads node:http with import(), which Jest's CJS mode
   // refuses: compiled, the import() becomes a require.
   '@opentelemetry/otlp-exporter-base',
+  '@octokit/webhooks-methods',
 ];
 
 export default {
   testEnvironment: 'node',
   testRegex: '(src|test)/.*\\.spec\\.ts$',
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // ESM only, and its exports name an `import` entry alone, which Jest's CommonJS resolver skips.
+    '^@octokit/webhooks-methods$':
+      '<rootDir>/node_modules/@octokit/webhooks-methods/dist-node/index.js',
+  },
   transform: { '^.+\\.ts$': ['@swc/jest', swcTs], '^.+\\.m?js$': ['@swc/jest', swcJs] },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
   globalSetup: '<rootDir>/test/support/global-setup.cjs',

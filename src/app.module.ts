@@ -20,6 +20,7 @@ import type { BuildRunner } from './runners/build-runner.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { SettingsHttpModule } from './settings-http/settings-http.module.js';
 import { RunnersModule } from './runners/runners.module.js';
+import { TriggersModule } from './triggers/triggers.module.js';
 
 /** Path prefix of every API route (docs/api.md). Health probes live outside it. */
 export const API_PREFIX = 'api/v1';
@@ -37,6 +38,7 @@ export const API_MODULES: ReadonlyArray<Type> = [
   SettingsHttpModule,
   RetentionModule,
   AuditHttpModule,
+  TriggersModule,
 ];
 
 export interface AppOptions {

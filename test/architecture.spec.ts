@@ -96,6 +96,7 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-settings-http: settings-http/breaks-floor.ts → builds/ok.ts',
           'floor-steps: steps/breaks-floor.ts → builds/ok.ts',
           'floor-tracing: tracing/breaks-floor.ts → builds/ok.ts',
+          'floor-triggers: triggers/breaks-floor.ts → cli/ok.ts',
           'kubernetes-client-only-in-kubernetes: runners/uses-kube-client.ts → node_modules/@kubernetes/client-node/dist/index.js',
           'no-circular: common/cycle-a.ts → common/cycle-b.ts',
           'no-circular: common/type-cycle-a.ts → common/type-cycle-b.ts',

@@ -387,6 +387,73 @@ describe('the audit log', () => {
         })(status),
     },
     {
+      name: 'POST /api/v1/projects/:id/triggers',
+      call: () => ({
+        method: 'POST',
+        path: `/api/v1/projects/${ctx['project']}/triggers`,
+        body: { name: 'audited', provider: 'github' },
+        headers: as('admin'),
+      }),
+      expected: (status, body) =>
+        ok('trigger.create', admin(), seeded.tenantA, { type: 'trigger', id: body.id })(status),
+      after: (body) => (ctx['trigger'] = body.id),
+    },
+    {
+      name: 'PATCH /api/v1/triggers/:id',
+      call: () => ({
+        method: 'PATCH',
+        path: `/api/v1/triggers/${ctx['trigger']}`,
+        body: { branches: ['main'] },
+        headers: as('admin'),
+      }),
+      expected: (status) =>
+        ok('trigger.update', admin(), seeded.tenantA, { type: 'trigger', id: ctx['trigger']! })(
+          status,
+        ),
+    },
+    {
+      name: 'POST /api/v1/triggers/:id/secret',
+      call: () => ({
+        method: 'POST',
+        path: `/api/v1/triggers/${ctx['trigger']}/secret`,
+        headers: as('admin'),
+      }),
+      expected: (status) =>
+        ok('trigger.secret.rotate', admin(), seeded.tenantA, {
+          type: 'trigger',
+          id: ctx['trigger']!,
+        })(status),
+    },
+    {
+      name: 'POST /api/v1/hooks/:id (a git host, unsigned: refused)',
+      call: () => ({
+        method: 'POST',
+        path: `/api/v1/hooks/${ctx['trigger']}`,
+        body: { ref: 'refs/heads/main' },
+        headers: { 'x-github-event': 'push', 'x-github-delivery': 'audited-1' },
+      }),
+      expected: (status) => ({
+        action: 'trigger.delivery',
+        actor: nobody,
+        tenant_id: null,
+        target: { type: 'trigger', id: ctx['trigger']! },
+        result: 'refused',
+        status,
+      }),
+    },
+    {
+      name: 'DELETE /api/v1/triggers/:id',
+      call: () => ({
+        method: 'DELETE',
+        path: `/api/v1/triggers/${ctx['trigger']}`,
+        headers: as('admin'),
+      }),
+      expected: (status) =>
+        ok('trigger.delete', admin(), seeded.tenantA, { type: 'trigger', id: ctx['trigger']! })(
+          status,
+        ),
+    },
+    {
       name: 'DELETE /api/v1/projects/:id',
       call: () => ({
         method: 'DELETE',

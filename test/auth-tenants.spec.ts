@@ -93,6 +93,7 @@ describe('GET /api/v1/auth/tenants', () => {
             'settings:manage',
             'token:manage',
             'audit:read',
+            'trigger:manage',
           ],
         },
       ],

@@ -328,6 +328,7 @@ describe('authentication and tenancy', () => {
         'settings:manage',
         'token:manage',
         'audit:read',
+        'trigger:manage',
       ]);
     });
   });

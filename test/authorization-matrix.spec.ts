@@ -141,6 +141,28 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   // installation administrators.
   'GET /api/v1/audit': { permission: 'audit:read', success: 200, build: 'none' },
   'GET /api/v1/audit/installation': { permission: 'system:admin', success: 200, build: 'none' },
+  // Triggers (docs/adr/0053-triggers.md): a tenant's admins manage them. :id names a missing
+  // project or trigger, so an allowed caller gets past the guard to the route's own 404
+  // (test/triggers.spec.ts has their successes).
+  'GET /api/v1/projects/:id/triggers': {
+    permission: 'trigger:manage',
+    success: 404,
+    build: 'none',
+  },
+  'POST /api/v1/projects/:id/triggers': {
+    permission: 'trigger:manage',
+    success: 404,
+    build: 'none',
+  },
+  'GET /api/v1/triggers/:id': { permission: 'trigger:manage', success: 404, build: 'none' },
+  'PATCH /api/v1/triggers/:id': { permission: 'trigger:manage', success: 404, build: 'none' },
+  'DELETE /api/v1/triggers/:id': { permission: 'trigger:manage', success: 404, build: 'none' },
+  'POST /api/v1/triggers/:id/secret': { permission: 'trigger:manage', success: 404, build: 'none' },
+  'GET /api/v1/triggers/:id/deliveries': {
+    permission: 'trigger:manage',
+    success: 404,
+    build: 'none',
+  },
 };
 
 /** What :type names: a type the PUT sets, and for DELETE one the tenant never has. */
@@ -165,6 +187,7 @@ const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
     'settings:manage',
     'token:manage',
     'audit:read',
+    'trigger:manage',
   ],
   developer: ['build:create', 'build:list', 'build:read', 'build:cancel', 'token:manage'],
   viewer: ['build:list', 'build:read', 'token:manage'],
@@ -261,6 +284,10 @@ function bodyOf(route: string, projectA: string, n: number): unknown {
     case 'POST /api/v1/projects':
     case 'PATCH /api/v1/projects/:id':
       return { name: `matrix-project-${n}` };
+    case 'POST /api/v1/projects/:id/triggers':
+      return { name: `matrix-trigger-${n}`, provider: 'github' };
+    case 'PATCH /api/v1/triggers/:id':
+      return { enabled: false };
     default:
       return undefined;
   }

@@ -53,6 +53,8 @@ const API_CONTROLLERS = [
   'SettingsController',
   'TenantAdmissionController',
   'TenantsController',
+  'TriggersController',
+  'WebhooksController',
 ];
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

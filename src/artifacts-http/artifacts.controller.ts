@@ -14,7 +14,7 @@ import {
   type ScanView,
   UPLOAD_LIMIT_FACTOR,
 } from '../artifacts/build-artifacts.js';
-import { leaveBodyUnread, readUploadBody } from './upload-body.js';
+import { leaveBodyUnread, readUploadBody } from '../common/upload-body.js';
 
 const UPLOAD_DESCRIPTION =
   "Used by the build's own pod, not by people: the body is the tool's JSON output " +

@@ -28,18 +28,12 @@ import { evaluatePolicy } from '../manifest/scan-policy.js';
 import { type ScanPolicy } from '../manifest/types.js';
 import { readSbom } from './sbom-document.js';
 import { bearerToken, hashUploadToken, newUploadToken } from './upload-token.js';
+import type { ReceivedBody } from '../common/upload-body.js';
+
+export type { ReceivedBody };
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
-
-/**
- * An uploaded body: all of it, or, when `receivedBytes` is over the kind's upload limit (at
- * least that many arrived, or were declared), none or part of it, since it is refused unread.
- */
-export interface ReceivedBody {
-  readonly bytes: Buffer;
-  readonly receivedBytes: number;
-}
 
 /**
  * How far past KILN_ARTIFACT_MAX_BYTES an SBOM is still read: it is checked whole (parsed as JSON

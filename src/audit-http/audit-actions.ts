@@ -131,6 +131,22 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
     target: 'registry',
     param: 'type',
   },
+  'POST /api/v1/projects/:id/triggers': { action: 'trigger.create', target: 'trigger' },
+  'PATCH /api/v1/triggers/:id': { action: 'trigger.update', target: 'trigger', param: 'id' },
+  'DELETE /api/v1/triggers/:id': { action: 'trigger.delete', target: 'trigger', param: 'id' },
+  'POST /api/v1/triggers/:id/secret': {
+    action: 'trigger.secret.rotate',
+    target: 'trigger',
+    param: 'id',
+  },
+  // A git host's delivery: no user and no tenant the caller could prove before its signature was
+  // checked; the trigger's own deliveries list says what came of it (docs/adr/0053-triggers.md).
+  'POST /api/v1/hooks/:id': {
+    action: 'trigger.delivery',
+    target: 'trigger',
+    param: 'id',
+    installation: true,
+  },
 };
 
 /** The methods that change state: every route with one of them is audited. */

@@ -1,3 +1,4 @@
+import { isWebhookDelivery } from '../common/json-body.js';
 import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { RateLimitedError, UnauthorizedError } from '../common/errors.js';
@@ -22,6 +23,12 @@ export class ApiRateLimitMiddleware implements NestMiddleware {
   ) {}
 
   async use(request: Request & KilnRequest, response: Response, next: NextFunction): Promise<void> {
+    // A webhook delivery is limited per trigger (WebhookReceiver): git hosts send from shared
+    // addresses, whose budget one busy repository would otherwise spend for all.
+    if (isWebhookDelivery(request)) {
+      next();
+      return;
+    }
     const decision = await this.rateLimits.consume(
       await this.callerOf(request),
       RateLimitService.classOf(request.method),

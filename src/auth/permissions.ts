@@ -3,7 +3,7 @@
  * spec's (section 5), then the admin API's (docs/adr/0043-admin-api.md): a tenant's members, its
  * projects, its settings (git credentials, secret manager, registries, admission), and the
  * caller's own API tokens there (docs/adr/0044-api-tokens.md), and its audit log
- * (docs/adr/0049-audit-log.md).
+ * (docs/adr/0049-audit-log.md), and its projects' triggers (docs/adr/0053-triggers.md).
  */
 export const TENANT_PERMISSIONS = [
   'build:create',
@@ -16,6 +16,7 @@ export const TENANT_PERMISSIONS = [
   'settings:manage',
   'token:manage',
   'audit:read',
+  'trigger:manage',
 ] as const;
 export type TenantPermission = (typeof TENANT_PERMISSIONS)[number];
 

@@ -40,6 +40,10 @@ export function toBuildResponse(build: BuildEntity, queue?: QueueView): BuildDto
     images: [...build.images],
     failure_reason: build.failureReason,
     keep: build.keep,
+    trigger:
+      build.triggerId === null
+        ? null
+        : { id: build.triggerId, event: build.triggerEvent, pusher: build.triggeredBy },
     ...(queue === undefined ? {} : { queue: toQueue(queue) }),
   };
 }

@@ -13,5 +13,7 @@ import { BuildsService } from './builds.service.js';
   imports: [AdmissionModule, LifecycleModule, ProjectsModule],
   controllers: [BuildsController],
   providers: [BuildsService],
+  // Triggers make builds through the same use cases (docs/adr/0053-triggers.md).
+  exports: [BuildsService],
 })
 export class BuildsModule {}

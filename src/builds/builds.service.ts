@@ -17,13 +17,32 @@ import { SecretSealer } from '../secrets/secret-sealer.js';
 import { KilnConfig } from '../config/config.js';
 import type { BuildEntity } from '../lifecycle/build.entity.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import type { BuildPage, NewBuild } from '../lifecycle/builds.repository.js';
+import type { BuildPage, BuildTrigger, NewBuild } from '../lifecycle/builds.repository.js';
 import { ProjectsRepository } from '../projects/projects.repository.js';
 import { BuildRunner } from '../runners/build-runner.js';
 import type { CreateBuildRequest } from './dto/create-build.dto.js';
 import type { ListBuildsQueryDto } from './dto/list-builds.dto.js';
 
+/** The tenant a use case acts in: a caller's TenantContext, or a trigger's tenant. */
+type TenantScope = Pick<TenantContext, 'tenantId'>;
+
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** A build a trigger asks for (docs/adr/0053-triggers.md): what to build, and from which push. */
+export interface TriggeredBuildRequest {
+  readonly tenantId: string;
+  readonly projectId: string;
+  /** Who made the trigger: the build's creator. */
+  readonly createdBy: string | null;
+  readonly what:
+    | { readonly form: 'reference'; readonly buildArgs: Readonly<Record<string, string>> | null }
+    | { readonly form: 'manifest'; readonly manifest: Readonly<Record<string, unknown>> };
+  /** The branch (or tag) to clone and the commit to build. */
+  readonly branch: string;
+  readonly commit: string;
+  readonly author: { readonly name: string; readonly email: string } | null;
+  readonly trigger: BuildTrigger;
+}
 
 export interface CreateOutcome {
   readonly form: CreateBuildRequest['form'];
@@ -101,8 +120,55 @@ export class BuildsService {
     const fingerprint = (value: string): string => this.sealer.fingerprint(value);
     const build: NewBuild = { ...asked, specDigest: specDigest(asked.spec, fingerprint) };
     const created = await this.lifecycle.create(build);
-    if (!created.replayed) await this.handToRunner(tenant, created.build);
+    if (!created.replayed) await this.handToRunner(tenant.tenantId, created.build);
     return { form: request.form, ...created };
+  }
+
+  /**
+   * A build made by a trigger from a git event. The same rules as POST /builds apply (the
+   * manifest's validation, the duplicate rule's 409); the branch and commit come from the event.
+   */
+  async createForTrigger(request: TriggeredBuildRequest): Promise<BuildEntity> {
+    const project = await this.projects.findInTenant(request.tenantId, request.projectId);
+    const context: SpecContext = {
+      project: {
+        name: project?.name ?? 'project',
+        gitRepositoryUrl: project?.gitRepositoryUrl ?? null,
+        defaultRegistry: project?.defaultRegistry ?? null,
+      },
+      defaultRegistry: this.config.localRegistry,
+      timeoutSeconds: this.config.buildTimeoutSeconds,
+    };
+    const { what, branch, commit } = request;
+    const built =
+      what.form === 'reference'
+        ? {
+            gitBranch: branch,
+            gitCommit: commit,
+            method: null,
+            config: { form: 'reference' as const, build_args: what.buildArgs },
+            spec: specOfReference({ branch, commit, buildArgs: what.buildArgs }, context),
+          }
+        : await fromWizard(what.manifest, context, this.sealer);
+    const asked: Omit<NewBuild, 'specDigest'> = {
+      ...built,
+      gitBranch: branch,
+      gitCommit: commit,
+      spec: { ...built.spec, source: { ...built.spec.source, branch, commit } },
+      tenantId: request.tenantId,
+      projectId: request.projectId,
+      createdBy: request.createdBy,
+      gitAuthorName: request.author?.name ?? null,
+      gitAuthorEmail: request.author?.email ?? null,
+      trigger: request.trigger,
+    };
+    const fingerprint = (value: string): string => this.sealer.fingerprint(value);
+    const { build } = await this.lifecycle.create({
+      ...asked,
+      specDigest: specDigest(asked.spec, fingerprint),
+    });
+    await this.handToRunner(request.tenantId, build);
+    return build;
   }
 
   get(tenant: TenantContext, id: string): Promise<BuildEntity> {
@@ -125,7 +191,7 @@ export class BuildsService {
    * queued → in_progress, then hands the build to the runner. A runner whose backend is
    * unreachable leaves the build queued again and the caller gets the 503.
    */
-  async start(tenant: TenantContext, id: string): Promise<BuildEntity> {
+  async start(tenant: TenantScope, id: string): Promise<BuildEntity> {
     // A start past the tenant's room to wait is refused before it changes anything (429).
     await this.admission.checkRoom(tenant.tenantId);
     const build = await this.lifecycle.start(tenant.tenantId, id);
@@ -155,11 +221,7 @@ export class BuildsService {
   }
 
   /** in_progress → cancelled, then asks the runner to stop the run. */
-  async cancel(
-    tenant: TenantContext,
-    id: string,
-    reason: string | undefined,
-  ): Promise<BuildEntity> {
+  async cancel(tenant: TenantScope, id: string, reason: string | undefined): Promise<BuildEntity> {
     const build = await this.lifecycle.cancel(tenant.tenantId, id, reason ?? null);
     try {
       await this.runner.cancel(build);
@@ -175,17 +237,17 @@ export class BuildsService {
 
   async retry(tenant: TenantContext, id: string): Promise<BuildEntity> {
     const build = await this.lifecycle.retry(tenant.tenantId, id, tenant.userId);
-    await this.handToRunner(tenant, build);
+    await this.handToRunner(tenant.tenantId, build);
     return build;
   }
 
   /** The runner prepares a new build; nothing is left of one it refused (its number stays unused). */
-  private async handToRunner(tenant: TenantContext, build: BuildEntity): Promise<void> {
+  private async handToRunner(tenantId: string, build: BuildEntity): Promise<void> {
     try {
       await this.runner.create(build);
     } catch (error) {
       await this.lifecycle
-        .remove(tenant.tenantId, build.id)
+        .remove(tenantId, build.id)
         .catch((cleanup: unknown) =>
           this.logger.error(
             { err: cleanup, build_id: build.id },

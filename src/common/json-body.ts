@@ -55,7 +55,7 @@ export function jsonBodyOptions(limit: number): {
 } {
   return {
     limit,
-    type: (req) => isJsonContent(req) && !isArtifactUpload(req),
+    type: (req) => isJsonContent(req) && !isArtifactUpload(req) && !isWebhookDelivery(req),
     verify: (_req, _res, body, encoding) => checkJsonBody(body, encoding),
   };
 }
@@ -73,6 +73,17 @@ function isJsonContent(req: IncomingMessage): boolean {
 export function isArtifactUpload(req: IncomingMessage): boolean {
   return (
     req.method === 'PUT' && /^\/api\/v1\/builds\/[^/?]+\/(?:sbom|scan)(?:\?|$)/.test(req.url ?? '')
+  );
+}
+
+/**
+ * `POST /api/v1/hooks/{id}`: a git host's webhook delivery, whose signature is over the raw bytes;
+ * its route reads the body itself and verifies it before parsing (docs/adr/0053-triggers.md).
+ */
+export function isWebhookDelivery(req: IncomingMessage & { originalUrl?: string }): boolean {
+  return (
+    req.method === 'POST' &&
+    /^\/api\/v1\/hooks\/[^/?]+\/?(?:\?|$)/.test(req.originalUrl ?? req.url ?? '')
   );
 }
 

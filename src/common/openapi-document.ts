@@ -44,6 +44,11 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
       "outcome; a tenant's for its admins (audit:read), every tenant's for installation " +
       'administrators (system:admin).',
   ],
+  [
+    'triggers',
+    "Builds from git pushes: a project's triggers (its admins, trigger:manage), their recent " +
+      'deliveries, and the webhook route git hosts deliver to (docs/build-on-push.md).',
+  ],
 ];
 
 /**

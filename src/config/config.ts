@@ -8,6 +8,7 @@ import { type JwtSecretSource, readKeys } from './keys.js';
 import { type KubeLocation, kubeLocation } from './kube.js';
 import { readLogs } from './logs.js';
 import { type OperationsSettings, readOperations } from './operations.js';
+import { readTriggers, type TriggerSettings } from './triggers.js';
 import { type BuildNamespaces, type OperatorRuntimeSettings, readOperator } from './operator.js';
 import { readRateLimits } from './rate-limits.js';
 import { type Env, EnvReader } from './reader.js';
@@ -22,6 +23,7 @@ export type { JwtSecretSource } from './keys.js';
 export { type KubeLocation, kubeLocation } from './kube.js';
 export type { BuildNamespaces, OperatorRuntimeSettings } from './operator.js';
 export type { OperationsSettings } from './operations.js';
+export type { TriggerSettings } from './triggers.js';
 export { ConfigError, type Env } from './reader.js';
 export { ROLES, type Role, RUNNERS, type RunnerKind } from './runner.js';
 export { LOG_LEVELS, type LogLevel } from './server.js';
@@ -178,6 +180,8 @@ export class KilnConfig {
   readonly audit!: OperationsSettings['audit'];
   /** OpenTelemetry spans, off unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   readonly tracing!: OperationsSettings['tracing'];
+  /** Webhooks, polling and commit statuses of triggers (KILN_PUBLIC_URL, KILN_WEBHOOK_*). */
+  readonly triggers!: TriggerSettings;
 
   constructor(values: KilnConfig) {
     Object.assign(this, values);
@@ -216,6 +220,7 @@ export function loadConfig(
   const externalCalls = readExternalCalls(read);
   const admission = readAdmission(read, runner, localRunner.localMaxParallel);
   const operations = readOperations(read);
+  const triggers = readTriggers(read, server.port);
   read.check();
   return new KilnConfig({
     role,
@@ -237,5 +242,6 @@ export function loadConfig(
     ...externalCalls,
     ...admission,
     ...operations,
+    ...triggers,
   });
 }

@@ -6,7 +6,7 @@ import { OciRegistryPreflight } from '../registries/oci-preflight.js';
 import { createSecretManager } from '../secret-managers/secret-managers.js';
 import { SecretResolver } from '../secret-managers/secret-resolver.js';
 import { SecretSealer } from '../secrets/secret-sealer.js';
-import { BuildAccess } from './build-access.js';
+import { BuildAccess, type ReferenceResolver } from './build-access.js';
 import { IntegrationsRepository } from './integrations.repository.js';
 import { IntegrationsService } from './integrations.service.js';
 import { TenantRegistryEntity } from './tenant-registry.entity.js';
@@ -15,10 +15,28 @@ import { TenantSecretManagerEntity } from './tenant-secret-manager.entity.js';
 /** The entities this feature maps; src/app.entities.ts registers them with the DataSource. */
 export const INTEGRATIONS_ENTITIES = [TenantSecretManagerEntity, TenantRegistryEntity];
 
+/**
+ * The token of the ReferenceResolver: a tenant's secret references resolved through its secret
+ * managers, for what kiln itself reaches (a trigger's status token, a project's git credentials
+ * when polling). One adapter per tenant and manager, as builds use.
+ */
+export const REFERENCE_RESOLVER = Symbol('kiln.reference-resolver');
+
 /** Tenants' secret-manager and registry settings (the admin CLI sets them, runners read them). */
 @Module({
-  providers: [IntegrationsRepository, IntegrationsService],
-  exports: [IntegrationsService],
+  providers: [
+    IntegrationsRepository,
+    IntegrationsService,
+    {
+      provide: REFERENCE_RESOLVER,
+      inject: [IntegrationsService, KilnConfig],
+      useFactory: (integrations: IntegrationsService, config: KilnConfig): ReferenceResolver =>
+        new SecretResolver(integrations, (type, settings) =>
+          createSecretManager(type, settings, config.externalCalls),
+        ),
+    },
+  ],
+  exports: [IntegrationsService, REFERENCE_RESOLVER],
 })
 export class IntegrationsModule {}
 

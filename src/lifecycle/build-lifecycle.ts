@@ -194,6 +194,14 @@ export class BuildLifecycle {
       specDigest: original.specDigest,
       retryOf: original.id,
       createdBy,
+      trigger:
+        original.triggerId === null
+          ? null
+          : {
+              id: original.triggerId,
+              event: original.triggerEvent ?? 'push',
+              pusher: original.triggeredBy,
+            },
     });
     return build;
   }

@@ -110,6 +110,18 @@ export class BuildEntity {
   @Column('boolean', { default: false })
   keep!: boolean;
 
+  /** The trigger that made it (docs/adr/0053-triggers.md); null for a build made by a caller. */
+  @Column('uuid', { name: 'trigger_id', nullable: true })
+  triggerId!: string | null;
+
+  /** The git event of that trigger: push, tag or pull_request. */
+  @Column('text', { name: 'trigger_event', nullable: true })
+  triggerEvent!: string | null;
+
+  /** Who pushed, as the provider names them. */
+  @Column('text', { name: 'triggered_by', nullable: true })
+  triggeredBy!: string | null;
+
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt!: Date | null;
 

@@ -24,6 +24,15 @@ export interface NewBuild {
   readonly idempotencyKey?: string | null;
   readonly requestHash?: string | null;
   readonly createdBy?: string | null;
+  /** Where a trigger's build came from (docs/adr/0053-triggers.md). */
+  readonly trigger?: BuildTrigger | null;
+}
+
+/** The trigger, event and pusher a build made by a trigger records. */
+export interface BuildTrigger {
+  readonly id: string;
+  readonly event: string;
+  readonly pusher: string | null;
 }
 
 export const BUILD_SORT_KEYS = ['created_at', 'updated_at', 'build_number'] as const;
@@ -141,6 +150,9 @@ export class BuildsRepository {
           idempotencyKey: build.idempotencyKey ?? null,
           requestHash: build.requestHash ?? null,
           createdBy: build.createdBy ?? null,
+          triggerId: build.trigger?.id ?? null,
+          triggerEvent: build.trigger?.event ?? null,
+          triggeredBy: build.trigger?.pusher ?? null,
           imageDigest: null,
           images: [],
         }),
@@ -486,6 +498,9 @@ const BUILD_FIELDS = {
   image_digest: 'imageDigest',
   images: 'images',
   keep: 'keep',
+  trigger_id: 'triggerId',
+  trigger_event: 'triggerEvent',
+  triggered_by: 'triggeredBy',
   started_at: 'startedAt',
   completed_at: 'completedAt',
   created_at: 'createdAt',

@@ -94,9 +94,21 @@ export class RateLimitService implements OnApplicationShutdown {
     const limit =
       requestClass === 'read' ? this.config.rateLimitReads : this.config.rateLimitWrites;
     if (limit === 0) return undefined;
+    return this.count(`${requestClass}|${caller}`, limit, now);
+  }
+
+  /**
+   * Counts one event of a key with a limit of its own (a trigger's deliveries), in the same
+   * windows and the same shared counters as the API's requests.
+   */
+  consumeUpTo(key: string, limit: number, now = new Date()): Promise<RateLimitDecision> {
+    return this.count(`limit|${key}`, limit, now);
+  }
+
+  private async count(caller: string, limit: number, now: Date): Promise<RateLimitDecision> {
     const windowMs = this.config.rateLimitWindowSeconds * 1000;
     const windowStart = Math.floor(now.getTime() / windowMs) * windowMs;
-    const key = counterKey(`${requestClass}|${caller}`);
+    const key = counterKey(caller);
     const count =
       this.countInMemory(key, windowStart) ??
       (await this.repository.increment(key, new Date(windowStart)));

@@ -47,6 +47,20 @@ export class BuildQueueDto {
   estimated_start!: string | null;
 }
 
+/** Where a build made by a trigger came from. */
+export class BuildTriggerDto {
+  @ApiProperty({ format: 'uuid', description: 'The trigger (it may since have been deleted)' })
+  id!: string;
+  @ApiProperty({ type: String, nullable: true, enum: ['push', 'tag', 'pull_request'] })
+  event!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Who pushed, as the git host names them',
+  })
+  pusher!: string | null;
+}
+
 /** The full Build, as GET /builds/{id} answers it. */
 export class BuildDto extends BuildSummaryDto {
   @ApiPropertyOptional({ type: String, nullable: true }) git_commit!: string | null;
@@ -85,6 +99,13 @@ export class BuildDto extends BuildSummaryDto {
       'Pinned: the retention policy never deletes this build (PUT/DELETE /builds/{id}/keep); false by default',
   })
   keep!: boolean;
+  @ApiPropertyOptional({
+    type: () => BuildTriggerDto,
+    nullable: true,
+    description:
+      'The trigger that made the build from a git push, tag or pull request (docs/adr/0053-triggers.md); null for a build a caller made',
+  })
+  trigger!: BuildTriggerDto | null;
   @ApiPropertyOptional({
     type: BuildQueueDto,
     description:

@@ -23,6 +23,7 @@ import { SystemAdmin1765497600000 } from './1765497600000-system-admin.js';
 import { ApiTokens1765584000000 } from './1765584000000-api-tokens.js';
 import { AuditEvents1765699200000 } from './1765699200000-audit-events.js';
 import { Retention1765756800000 } from './1765756800000-retention.js';
+import { Triggers1765843200000 } from './1765843200000-triggers.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -53,4 +54,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   ApiTokens1765584000000,
   AuditEvents1765699200000,
   Retention1765756800000,
+  Triggers1765843200000,
 ];

@@ -21,6 +21,7 @@ export const TOKEN_PERMISSIONS: Readonly<Record<TokenPermission, string>> = {
   'project:manage': "manage the tenant's projects",
   'settings:manage': "manage the tenant's settings and the projects' git credentials",
   'audit:read': "read the tenant's audit log",
+  'trigger:manage': "manage the projects' build triggers and see their deliveries",
 };
 
 /** The permissions a new token may carry: the caller's in this tenant, without `token:manage`. */

@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { InvalidRequestError } from '../common/errors.js';
-import type { ReceivedBody } from '../artifacts/build-artifacts.js';
+import { InvalidRequestError } from './errors.js';
+/** A body as read: its bytes, or none and how many arrived when it was over the limit. */
+export interface ReceivedBody {
+  readonly bytes: Buffer;
+  readonly receivedBytes: number;
+}
 
 /**
  * Reads an upload's body (the JSON body parser leaves upload routes alone, see json-body.ts), at
