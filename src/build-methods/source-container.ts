@@ -45,7 +45,9 @@ function gitCredentialEnv(secret: string): V1EnvVar[] {
  * it as positional parameters ($1 $2 $3, after $0), never as text of the script, so nothing a
  * user sends is parsed by the shell. An empty branch means the default branch; an empty commit,
  * the branch's head. `--` ends git's options before the URL; a branch or commit starting with `-`
- * (which the API refuses anyway) is refused here too, so neither can become an option.
+ * (which the API refuses anyway) is refused here too, so neither can become an option. The
+ * clone fetches tags: a trigger's tag build clones at the tag (`--branch v1.2.0`), which git finds
+ * only among the tags it fetched.
  */
 export const SOURCE_SCRIPT = [
   'set -eu',
@@ -53,9 +55,9 @@ export const SOURCE_SCRIPT = [
   '  case "$ref" in -*) printf "kiln: refusing a git ref that starts with -: %s\\n" "$ref" >&2; exit 2 ;; esac',
   'done',
   'if [ -n "$2" ]; then',
-  `  git clone --no-tags --branch "$2" -- "$1" ${SOURCE_DIR}`,
+  `  git clone --branch "$2" -- "$1" ${SOURCE_DIR}`,
   'else',
-  `  git clone --no-tags -- "$1" ${SOURCE_DIR}`,
+  `  git clone -- "$1" ${SOURCE_DIR}`,
   'fi',
   'if [ -n "$3" ]; then',
   `  git -C ${SOURCE_DIR} -c advice.detachedHead=false checkout "$3"`,

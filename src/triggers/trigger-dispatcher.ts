@@ -108,8 +108,8 @@ export class TriggerDispatcher {
           trigger: { id: trigger.id, event: event.kind, pusher: event.pusher },
         });
         if (trigger.statusTarget === null) await this.triggers.markNoStatus(created.id);
-        await this.triggers.settleDelivery(delivery.id, 'built', null, created.id);
         if (trigger.start) await this.advanceLocked(trigger, branch);
+        await this.triggers.settleDelivery(delivery.id, 'built', null, created.id);
         return created;
       });
       this.logger.info(

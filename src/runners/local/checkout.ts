@@ -7,6 +7,7 @@ import type { BuildRun } from './build-run.js';
  * Clones the build's repository into its source directory at the spec's branch, then checks out
  * its commit. The project's credentials reach git through a credential helper in its environment:
  * never in the URL, an argument or a file (the same helper as the operator's source container).
+ * The branch may be a tag (a trigger's tag build): the clone fetches tags, so git finds it.
  */
 export async function checkOut(run: BuildRun, repository: string): Promise<void> {
   const { branch, commit } = run.build.spec.source;
@@ -15,7 +16,6 @@ export async function checkOut(run: BuildRun, repository: string): Promise<void>
     tool: 'git',
     args: [
       'clone',
-      '--no-tags',
       ...(branch === null ? [] : ['--branch', branch]),
       '--',
       repository,
