@@ -691,6 +691,21 @@ describe('the Helm chart (charts/kiln)', () => {
     ]);
     expect(ingress.spec.tls).toEqual([{ hosts: ['kiln.example.com'], secretName: 'kiln-tls' }]);
     expect(env(one(chart, 'Deployment', 'kiln-api'), 'KILN_TRUST_PROXY_HOPS')?.value).toBe('1');
+    // Webhook URLs and commit-status links name the Ingress host unless api.publicUrl says else.
+    expect(env(one(chart, 'Deployment', 'kiln-api'), 'KILN_PUBLIC_URL')?.value).toBe(
+      'https://kiln.example.com',
+    );
+    expect(env(one(render(), 'Deployment', 'kiln-api'), 'KILN_PUBLIC_URL')).toBeUndefined();
+    expect(
+      env(
+        one(
+          render({ ...DATABASE, api: { publicUrl: 'https://ci.example.org/kiln' } }),
+          'Deployment',
+          'kiln-api',
+        ),
+        'KILN_PUBLIC_URL',
+      )?.value,
+    ).toBe('https://ci.example.org/kiln');
     expect(find(render(), 'Ingress')).toEqual([]);
 
     const test = one(chart, 'Pod', 'kiln-test-readyz');

@@ -305,3 +305,15 @@ user's podAnnotations, which win. Called with (dict "root" . "annotations" .Valu
 {{- define "kiln.alertSelector" -}}
 {{- .Values.metrics.prometheusRule.selector | default (printf "namespace=%q" .Release.Namespace) -}}
 {{- end -}}
+
+{{/*
+Where people and git hosts reach kiln (KILN_PUBLIC_URL): api.publicUrl, else the Ingress host
+(https when it has a TLS Secret), else nothing.
+*/}}
+{{- define "kiln.publicUrl" -}}
+{{- if .Values.api.publicUrl -}}
+{{- .Values.api.publicUrl -}}
+{{- else if .Values.ingress.enabled -}}
+{{- printf "%s://%s" (ternary "https" "http" (ne .Values.ingress.tlsSecretName "")) .Values.ingress.host -}}
+{{- end -}}
+{{- end }}
