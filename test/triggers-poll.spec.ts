@@ -7,6 +7,7 @@ import { type BareRepository, GitDaemon } from './support/git-daemon.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
 import { LocalRegistry } from './support/registry.js';
+import { scrape, sumOf } from './support/prometheus-text.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const DOCKERFILE = 'FROM scratch\nCOPY hello.txt /hello.txt\n';
@@ -174,6 +175,9 @@ describe('builds from polled repositories', () => {
         /listing the refs of git:\/\/127\.0\.0\.1:\d+\/web\.git failed/,
       );
       expect((await deliveries()).length).toBe(before);
+      const metrics = await scrape(`${kiln.baseUrl}/metrics`);
+      expect(sumOf(metrics, 'kiln_trigger_polls_total', { result: 'error' })).toBe(1);
+      expect(sumOf(metrics, 'kiln_trigger_polls_total', { result: 'success' })).toBeGreaterThan(2);
     } finally {
       await daemon.start();
     }

@@ -12,6 +12,7 @@ import { FakeGitHost, type GitHostKind } from './support/fake-git-hosts.js';
 import { FakeRunner } from './support/fake-runner.js';
 import { FakeVault } from './support/fake-vault.js';
 import { pushPayload, signedDelivery } from './support/git-providers.js';
+import { scrape, sumOf } from './support/prometheus-text.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const PUBLIC_URL = 'https://kiln.example.com';
@@ -267,6 +268,16 @@ describe('commit statuses of builds made by triggers', () => {
     // One line per state given up (pending/running, then success), never a loop of retries.
     expect(refusals.length).toBeLessThanOrEqual(2);
     expect(refusals.join('\n')).not.toContain('ghp_revoked');
+    const metrics = await scrape(`${kiln.baseUrl}/metrics`);
+    expect(sumOf(metrics, 'kiln_commit_status_posts_total', { result: 'gave_up' })).toBeGreaterThan(
+      0,
+    );
+    expect(sumOf(metrics, 'kiln_commit_status_posts_total', { result: 'retry' })).toBeGreaterThan(
+      0,
+    );
+    expect(
+      sumOf(metrics, 'kiln_commit_status_posts_total', { provider: 'github', result: 'posted' }),
+    ).toBeGreaterThan(0);
     const build = (await (await admin.request('GET', `/builds/${buildId}`)).json()) as {
       status: string;
     };

@@ -11,6 +11,7 @@ import {
   pushPayload,
   signedDelivery,
 } from './support/git-providers.js';
+import { scrape, sumOf } from './support/prometheus-text.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 type Provider = 'github' | 'gitlab' | 'gitea' | 'forgejo';
@@ -502,6 +503,25 @@ describe('builds from git pushes (webhooks)', () => {
         trigger: { event: 'pull_request', pusher: 'grace' },
       });
     });
+  });
+
+  it('counts deliveries by provider and outcome in kiln_trigger_deliveries_total', async () => {
+    const trigger = await createTrigger({ branches: ['main'] });
+    const before = await scrape(`${kiln.baseUrl}/metrics`);
+    await push(trigger);
+    await push(trigger, { ref: 'refs/heads/elsewhere' });
+    await push({ id: trigger.id, secret: 'not the secret' });
+    await settled(trigger.id);
+
+    const after = await scrape(`${kiln.baseUrl}/metrics`);
+    const moved = (outcome: string) =>
+      sumOf(after, 'kiln_trigger_deliveries_total', { provider: 'github', outcome }) -
+      sumOf(before, 'kiln_trigger_deliveries_total', { provider: 'github', outcome });
+    expect({
+      built: moved('built'),
+      filtered: moved('filtered'),
+      refused: moved('refused'),
+    }).toEqual({ built: 1, filtered: 1, refused: 1 });
   });
 
   describe('concurrency', () => {

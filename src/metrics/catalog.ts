@@ -247,6 +247,30 @@ export const METRICS = {
     scope: 'api',
   },
 
+  // Triggers (docs/build-on-push.md).
+  kiln_trigger_deliveries_total: {
+    type: 'counter',
+    help:
+      'Webhook deliveries and polled changes, by provider and what came of them (built, ' +
+      'filtered, duplicate, refused, failed).',
+    labels: ['provider', 'outcome'],
+    scope: 'api',
+  },
+  kiln_trigger_polls_total: {
+    type: 'counter',
+    help: 'Polls of trigger repositories (git ls-remote), by result (success, error).',
+    labels: ['result'],
+    scope: 'api',
+  },
+  kiln_commit_status_posts_total: {
+    type: 'counter',
+    help:
+      'Commit statuses sent to git hosts, by provider and result (posted, retry: failed and ' +
+      'tried again later, gave_up).',
+    labels: ['provider', 'result'],
+    scope: 'api',
+  },
+
   // The database.
   kiln_db_pool_connections: {
     type: 'gauge',

@@ -1,11 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { Metrics } from '../metrics/metrics.js';
 import type { PollStore, PollTarget } from './poller.js';
 
 /** The polling state of triggers (PollStore): when each is due, and the refs it last saw. */
 @Injectable()
 export class PollStoreRepository implements PollStore {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly metrics: Metrics,
+  ) {}
 
   /**
    * Moves each due trigger's next poll on by its interval as it claims it: another replica finds
@@ -67,6 +71,7 @@ export class PollStoreRepository implements PollStore {
         [triggerId],
       );
     });
+    this.metrics.inc('kiln_trigger_polls_total', { result: 'success' });
   }
 
   async recordFailure(triggerId: string, message: string): Promise<void> {
@@ -74,5 +79,6 @@ export class PollStoreRepository implements PollStore {
       triggerId,
       message.slice(0, 2000),
     ]);
+    this.metrics.inc('kiln_trigger_polls_total', { result: 'error' });
   }
 }

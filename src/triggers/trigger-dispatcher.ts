@@ -3,9 +3,11 @@ import type { Logger } from 'pino';
 import { BuildsService } from '../builds/builds.service.js';
 import { ConflictError, KilnError, UnavailableError } from '../common/errors.js';
 import { LOGGER } from '../common/logger.js';
+import { Metrics } from '../metrics/metrics.js';
 import { decide } from './filters.js';
 import type { GitEvent } from './git-event.js';
 import {
+  type DeliveryOutcome,
   type DeliveryRecord,
   type TriggerRecord,
   TriggersRepository,
@@ -28,6 +30,7 @@ export class TriggerDispatcher {
   constructor(
     private readonly triggers: TriggersRepository,
     private readonly builds: BuildsService,
+    private readonly metrics: Metrics,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -57,7 +60,11 @@ export class TriggerDispatcher {
       detail: verdict.build ? null : verdict.why,
       eventData: verdict.build ? event : null,
     });
-    if (recorded !== undefined) return { delivery: recorded, duplicate: false };
+    if (recorded !== undefined) {
+      if (recorded.outcome === 'filtered') this.counted(trigger, 'filtered');
+      return { delivery: recorded, duplicate: false };
+    }
+    this.counted(trigger, 'duplicate');
     const earlier = await this.triggers.findDelivery(trigger.id, deliveryId);
     if (earlier === undefined) throw new Error(`delivery ${deliveryId} vanished`);
     return { delivery: earlier, duplicate: true };
@@ -90,6 +97,7 @@ export class TriggerDispatcher {
         'no branch or commit to build',
         null,
       );
+      this.counted(trigger, 'filtered');
       return;
     }
     try {
@@ -110,6 +118,7 @@ export class TriggerDispatcher {
         if (trigger.statusTarget === null) await this.triggers.markNoStatus(created.id);
         if (trigger.start) await this.advanceLocked(trigger, branch);
         await this.triggers.settleDelivery(delivery.id, 'built', null, created.id);
+        this.counted(trigger, 'built');
         return created;
       });
       this.logger.info(
@@ -117,7 +126,7 @@ export class TriggerDispatcher {
         'trigger built a delivery',
       );
     } catch (error) {
-      await this.settleRefused(delivery, error);
+      await this.settleRefused(trigger, delivery, error);
     }
   }
 
@@ -177,7 +186,16 @@ export class TriggerDispatcher {
     }
   }
 
-  private async settleRefused(delivery: DeliveryRecord, error: unknown): Promise<void> {
+  /** Counts what came of a delivery (kiln_trigger_deliveries_total). */
+  counted(trigger: TriggerRecord, outcome: DeliveryOutcome): void {
+    this.metrics.inc('kiln_trigger_deliveries_total', { provider: trigger.provider, outcome });
+  }
+
+  private async settleRefused(
+    trigger: TriggerRecord,
+    delivery: DeliveryRecord,
+    error: unknown,
+  ): Promise<void> {
     if (error instanceof UnavailableError) {
       // Nothing was decided: the delivery stays pending, and the next pass builds it.
       this.logger.warn({ err: error, delivery_id: delivery.id }, 'a delivery waits to be built');
@@ -190,6 +208,7 @@ export class TriggerDispatcher {
         : error instanceof KilnError
           ? ['refused' as const, error.message, null]
           : ['failed' as const, 'kiln could not make the build; see its log', null];
+    this.counted(trigger, outcome);
     if (outcome === 'failed') {
       this.logger.error({ err: error, delivery_id: delivery.id }, 'a trigger could not build');
     }

@@ -141,6 +141,7 @@ export class WebhookReceiver {
       .catch((error: unknown) =>
         this.logger.warn({ err: error, trigger_id: trigger.id }, 'could not record a refusal'),
       );
+    this.dispatcher.counted(trigger, 'refused');
   }
 }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { Metrics } from '../../metrics/metrics.js';
 import type { CommitState, GitProvider } from './commit-status.js';
 import type { StatusJob, StatusStore } from './status-reporter.js';
 
@@ -30,7 +31,20 @@ const DESIRED = `
  */
 @Injectable()
 export class StatusStoreRepository implements StatusStore {
-  constructor(private readonly dataSource: DataSource) {}
+  /** The provider of each build claimed and not yet settled, for kiln_commit_status_posts_total. */
+  private readonly providers = new Map<string, GitProvider>();
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly metrics: Metrics,
+  ) {}
+
+  private count(buildId: string, result: 'posted' | 'retry' | 'gave_up'): void {
+    const provider = this.providers.get(buildId);
+    this.providers.delete(buildId);
+    if (provider !== undefined)
+      this.metrics.inc('kiln_commit_status_posts_total', { provider, result });
+  }
 
   async due(limit: number): Promise<StatusJob[]> {
     const [rows] = await this.dataSource.query<[Array<Record<string, unknown>>, number]>(
@@ -61,6 +75,7 @@ export class StatusStoreRepository implements StatusStore {
                  b.status_attempts, due.desired, t.provider, t.status_target`,
       [limit],
     );
+    for (const row of rows) this.providers.set(row.id as string, row.provider as GitProvider);
     return rows.map((row) => {
       const target = row.status_target as {
         api_url: string;
@@ -94,6 +109,7 @@ export class StatusStoreRepository implements StatusStore {
         WHERE id = $1`,
       [buildId, state],
     );
+    this.count(buildId, 'posted');
   }
 
   async failed(
@@ -109,6 +125,7 @@ export class StatusStoreRepository implements StatusStore {
         WHERE id = $1`,
       [buildId, state, attempts, nextAt, error],
     );
+    this.count(buildId, 'retry');
   }
 
   async gaveUp(buildId: string, state: CommitState, error: string): Promise<void> {
@@ -118,5 +135,6 @@ export class StatusStoreRepository implements StatusStore {
         WHERE id = $1`,
       [buildId, state, error],
     );
+    this.count(buildId, 'gave_up');
   }
 }
