@@ -104,6 +104,7 @@ bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (abo
 	node bench/admission.bench.mjs
 	node bench/logscale.bench.mjs
 	node bench/retention.bench.mjs
+	node bench/webhooks.bench.mjs
 	node bench/console.bench.mjs
 
 .PHONY: soak

@@ -6,12 +6,16 @@ import { LOGGER } from '../common/logger.js';
 import { Metrics } from '../metrics/metrics.js';
 import { decide } from './filters.js';
 import type { GitEvent } from './git-event.js';
+import { WorkGate } from './work-gate.js';
 import {
   type DeliveryOutcome,
   type DeliveryRecord,
   type TriggerRecord,
   TriggersRepository,
 } from './triggers.repository.js';
+
+/** Trigger work one replica runs at once (each holds up to two pool connections). */
+const GATE_WIDTH = 2;
 
 /** What receiving a delivery came to: its record, and whether it was seen before. */
 export interface Received {
@@ -27,6 +31,13 @@ export interface Received {
  */
 @Injectable()
 export class TriggerDispatcher {
+  /**
+   * Builds and concurrency passes wait here, one per trigger and branch and GATE_WIDTH at once,
+   * before they take a pool connection for the lock: a burst of deliveries to one branch would
+   * otherwise hold every connection waiting for the lock the first one holds.
+   */
+  private readonly gate = new WorkGate(GATE_WIDTH);
+
   constructor(
     private readonly triggers: TriggersRepository,
     private readonly builds: BuildsService,
@@ -87,9 +98,20 @@ export class TriggerDispatcher {
    * Builds a pending delivery once: whoever claims it (the request that recorded it, or a replica
    * that finds it left pending) makes the build and settles the delivery's outcome.
    */
-  async build(trigger: TriggerRecord, delivery: DeliveryRecord, event: GitEvent): Promise<void> {
-    if (!(await this.triggers.claimDelivery(delivery.id))) return;
+  build(trigger: TriggerRecord, delivery: DeliveryRecord, event: GitEvent): Promise<void> {
     const branch = event.kind === 'tag' ? event.tag : event.branch;
+    return this.gate.run(lockKey(trigger.id, branch ?? ''), () =>
+      this.buildNow(trigger, delivery, event, branch),
+    );
+  }
+
+  private async buildNow(
+    trigger: TriggerRecord,
+    delivery: DeliveryRecord,
+    event: GitEvent,
+    branch: string | null,
+  ): Promise<void> {
+    if (!(await this.triggers.claimDelivery(delivery.id))) return;
     if (branch === null || event.commit === null) {
       await this.triggers.settleDelivery(
         delivery.id,
@@ -132,8 +154,9 @@ export class TriggerDispatcher {
 
   /** Applies the trigger's concurrency rule to its builds of one branch (level-based). */
   advance(trigger: TriggerRecord, branch: string): Promise<void> {
-    return this.triggers.withLock(lockKey(trigger.id, branch), () =>
-      this.advanceLocked(trigger, branch),
+    const key = lockKey(trigger.id, branch);
+    return this.gate.run(key, () =>
+      this.triggers.withLock(key, () => this.advanceLocked(trigger, branch)),
     );
   }
 
