@@ -14,13 +14,7 @@ export async function checkOut(run: BuildRun, repository: string): Promise<void>
   const git = run.access?.git;
   const clone = await run.runTool({
     tool: 'git',
-    args: [
-      'clone',
-      ...(branch === null ? [] : ['--branch', branch]),
-      '--',
-      repository,
-      run.source,
-    ],
+    args: ['clone', ...(branch === null ? [] : ['--branch', branch]), '--', repository, run.source],
     container: 'checkout',
     cwd: run.dir,
     own:
