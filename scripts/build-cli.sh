@@ -10,7 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ -f dist/openapi.json ] || node scripts/openapi-document.cjs dist
-npx --no-install openapi-typescript dist/openapi.json \
+# --default-non-nullable=false: a request property with a default (POST /projects/{id}/triggers)
+# stays optional, as the API takes it; else the generated type demands every default be sent.
+npx --no-install openapi-typescript dist/openapi.json --default-non-nullable=false \
   --output src/cli/http/api/schema.gen.ts --silent
 npx --no-install tsc -p src/cli/http/tsconfig.json
 chmod +x dist/cli/http/kiln.js dist/cli/kiln-admin.js
