@@ -10,6 +10,7 @@ import { registerRetention } from './commands/retention.js';
 import { registerSettings } from './commands/settings.js';
 import { registerTenants } from './commands/tenants.js';
 import { registerTokens } from './commands/tokens.js';
+import { registerTriggers } from './commands/triggers.js';
 import { registerUsers } from './commands/users.js';
 import { configPath } from './config-file.js';
 import { EXIT, ExitWith, UsageError } from './exit-codes.js';
@@ -27,8 +28,9 @@ export interface Environment extends CliEnvironment {
 export function buildProgram(session: Session, env: Environment): Command {
   const program = new Command('kiln')
     .description(
-      "kiln's command line: builds, their logs, projects, tenants, members, tokens, settings and " +
-        "the audit log, over kiln's HTTP API. Log in first: kiln login <url>. Docs: docs/cli.md.",
+      "kiln's command line: builds, their logs, projects, tenants, members, tokens, settings, " +
+        "build triggers and the audit log, over kiln's HTTP API. Log in first: kiln login <url>. " +
+        'Docs: docs/cli.md.',
     )
     .version(env.version, '-V, --version', "the CLI's version")
     .option('--tenant <id|name>', 'the tenant to act in (else KILN_TENANT, else `kiln tenant use`)')
@@ -50,6 +52,7 @@ export function buildProgram(session: Session, env: Environment): Command {
   registerTokens(program, session);
   registerSettings(program, session);
   registerRetention(program, session);
+  registerTriggers(program, session);
   registerAudit(program, session);
   return program;
 }
