@@ -9,6 +9,7 @@ import { can } from './permissions.js';
 import { Tenants, rememberReturn } from './pages/tenants.js';
 import { Members } from './pages/admin/members.js';
 import { Projects } from './pages/admin/projects.js';
+import { ProjectTriggers } from './pages/admin/triggers.js';
 import { Settings } from './pages/admin/settings.js';
 import { Tokens } from './pages/admin/tokens.js';
 import { type Route, here, link, navigate, parseRoute, useRoute } from './router.js';
@@ -63,11 +64,15 @@ export function App() {
       {route.page === 'new-build' && <NewBuild />}
       {route.page === 'members' && <Members />}
       {route.page === 'projects' && <Projects />}
+      {route.page === 'project-triggers' && <ProjectTriggers projectId={route.id} />}
       {route.page === 'settings' && <Settings />}
       {route.page === 'tokens' && <Tokens />}
     </>
   );
 }
+
+/** Pages under a header page, which the header marks as current while they are shown. */
+const UNDER: Partial<Record<Route['page'], Route['page']>> = { 'project-triggers': 'projects' };
 
 /** The header's pages, each shown only to roles holding its permission (undefined: everyone). */
 const NAV: ReadonlyArray<{
@@ -97,7 +102,7 @@ function Header({ session: current, page }: { session: Session; page: Route['pag
               key={entry.href}
               href={entry.href}
               onClick={link(entry.href)}
-              aria-current={entry.page === page ? 'page' : undefined}
+              aria-current={entry.page === (UNDER[page] ?? page) ? 'page' : undefined}
             >
               {entry.label}
             </a>

@@ -10,7 +10,8 @@ export type Route =
   | { readonly page: 'builds'; readonly query: URLSearchParams }
   | { readonly page: 'build'; readonly id: string }
   | { readonly page: 'new-build' }
-  | { readonly page: (typeof ADMIN_PAGES)[number] };
+  | { readonly page: (typeof ADMIN_PAGES)[number] }
+  | { readonly page: 'project-triggers'; readonly id: string };
 
 export function parseRoute(location: { pathname: string; search: string }): Route {
   const path = location.pathname.replace(/\/+$/, '') || '/';
@@ -19,6 +20,8 @@ export function parseRoute(location: { pathname: string; search: string }): Rout
   if (path === '/builds/new') return { page: 'new-build' };
   const admin = ADMIN_PAGES.find((page) => path === `/${page}`);
   if (admin !== undefined) return { page: admin };
+  const triggers = /^\/projects\/([0-9a-f-]{36})\/triggers$/i.exec(path);
+  if (triggers !== null) return { page: 'project-triggers', id: triggers[1]! };
   const build = /^\/builds\/([0-9a-f-]{36})$/i.exec(path);
   if (build !== null) return { page: 'build', id: build[1]! };
   return { page: 'builds', query: new URLSearchParams(location.search) };

@@ -5,6 +5,7 @@ import { ErrorNotice } from '../../components/error-notice.js';
 import { when } from '../../format.js';
 import { can } from '../../permissions.js';
 import { usePoll } from '../../poll.js';
+import { link } from '../../router.js';
 import { TextField } from '../new-build/fields.js';
 import {
   type ProjectForm,
@@ -20,7 +21,7 @@ type Project = components['schemas']['ProjectResponse'];
 const PROJECT_FIELDS = ['name', 'git_repository_url', 'default_registry'] as const;
 
 /** A 400 with details on the form's fields: they go there; anything else is the form's notice. */
-function onFields(fields: readonly string[], show: (problems: Problems) => void) {
+export function onFields(fields: readonly string[], show: (problems: Problems) => void) {
   return (error: ApiError): boolean => {
     const { placed, rest } = placeDetails(error.details, fields);
     show(placed);
@@ -152,6 +153,8 @@ function CreateProject({ onCreated }: { onCreated: (done: string) => void }) {
 
 type Open = 'edit' | 'credentials' | undefined;
 
+const triggersPath = (id: string) => `/projects/${id}/triggers`;
+
 /** One project, with Edit and Git credentials opening a form under it, and Delete asking first. */
 function ProjectRow({ project, onChange }: { project: Project; onChange: (done: string) => void }) {
   const [open, setOpen] = useState<Open>();
@@ -196,6 +199,16 @@ function ProjectRow({ project, onChange }: { project: Project; onChange: (done: 
             >
               Git credentials
             </button>
+          )}
+          {can('trigger:manage') && (
+            <a
+              class="button secondary"
+              href={triggersPath(project.id)}
+              onClick={link(triggersPath(project.id))}
+              aria-label={`Triggers of ${project.name}`}
+            >
+              Triggers
+            </a>
           )}
           <Confirm
             action="Delete"
