@@ -3,7 +3,7 @@ import { BuildRunner } from '../src/runners/build-runner.js';
 import { ProjectsService } from '../src/projects/projects.service.js';
 import { TriggerWorker } from '../src/triggers/trigger-worker.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
-import { ApiClient } from './support/builds.js';
+import { ApiClient, wizardManifest } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
 import {
   pingPayload,
@@ -183,6 +183,18 @@ describe('builds from git pushes (webhooks)', () => {
       ).toEqual(before);
     });
 
+    it('refuses a stored manifest that is not valid, naming its fields under build.manifest', async () => {
+      const response = await admin.request('POST', `/projects/${seeded.projectA}/triggers`, {
+        name: 'bad manifest',
+        provider: 'github',
+        build: { form: 'manifest', manifest: { ...wizardManifest('kaniko'), tags: [42] } },
+      });
+
+      expect(response.status).toBe(400);
+      const { details } = (await response.json()) as { details: Record<string, string> };
+      expect(Object.keys(details)).toEqual(['build.manifest.tags', 'build.manifest.tags.0']);
+    });
+
     it('refuses polling for a project without a repository', async () => {
       const bare = await kiln.app.get(ProjectsService).create(seeded.tenantA, 'no-repo');
       const response = await admin.request('POST', `/projects/${bare.id}/triggers`, {
@@ -273,6 +285,21 @@ describe('builds from git pushes (webhooks)', () => {
         expect(delivery).toMatchObject({ outcome: 'built', commit: after });
       },
     );
+
+    it('builds a stored manifest at the pushed branch and commit', async () => {
+      const trigger = await createTrigger({
+        build: { form: 'manifest', manifest: wizardManifest('buildx') },
+      });
+      const { after } = await push(trigger);
+
+      const [delivery] = await settled(trigger.id);
+      expect(delivery).toMatchObject({ outcome: 'built' });
+      const spec = runner.specs.get(delivery!.build_id)!;
+      expect(spec).toMatchObject({
+        method: 'buildx',
+        source: { branch: 'main', commit: after },
+      });
+    });
 
     it('answers a replayed delivery with 200 and builds nothing twice', async () => {
       const trigger = await createTrigger();

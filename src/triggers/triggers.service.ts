@@ -272,7 +272,11 @@ async function buildProblems(build: TriggerBuild): Promise<ErrorDetails> {
   const result = await validateManifestAsync(build.manifest);
   if (result.ok) return {};
   return Object.fromEntries(
-    Object.entries(result.details).map(([field, problem]) => [`build.manifest.${field}`, problem]),
+    // The manifest's own field names start with `manifest` already (manifest.tags).
+    Object.entries(result.details).map(([field, problem]) => [
+      `build.${field.startsWith('manifest') ? field : `manifest.${field}`}`,
+      problem,
+    ]),
   );
 }
 
