@@ -192,7 +192,7 @@ describe('builds from git pushes (webhooks)', () => {
 
       expect(response.status).toBe(400);
       const { details } = (await response.json()) as { details: Record<string, string> };
-      expect(Object.keys(details)).toEqual(['build.manifest.tags', 'build.manifest.tags.0']);
+      expect(Object.keys(details).sort()).toEqual(['build.manifest.tags', 'build.manifest.tags.0']);
     });
 
     it('refuses polling for a project without a repository', async () => {
