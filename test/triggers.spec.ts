@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { ProjectsService } from '../src/projects/projects.service.js';
 import { TriggerWorker } from '../src/triggers/trigger-worker.js';
@@ -624,3 +624,63 @@ function resign(
     ),
   );
 }
+
+describe('unverified deliveries', () => {
+  let kiln: TestApp;
+  let seeded: Seeded;
+
+  beforeAll(async () => {
+    kiln = await startTestApp({ runner: FakeRunner, env: { KILN_RATE_LIMIT_WRITES: '5' } });
+    seeded = await seedTenancy(kiln);
+  });
+
+  afterAll(async () => {
+    await kiln.close();
+  });
+
+  it("count against the sender's address alike for an unknown trigger and a wrong signature; verified ones do not", async () => {
+    const admin = new ApiClient(
+      kiln,
+      await tokenFor(kiln.baseUrl, seeded.users.admin.email),
+      seeded.tenantA,
+    );
+    const created = await admin.request('POST', `/projects/${seeded.projectA}/triggers`, {
+      name: 'known',
+      provider: 'github',
+    });
+    const trigger = (await created.json()) as { id: string; secret: string };
+    const payload = () =>
+      pushPayload('github', {
+        ref: 'refs/heads/main',
+        after: sha(),
+        pusher: 'mallory',
+        author: AUTHOR,
+      });
+    const send = async (id: string, secret: string) => {
+      const { headers, body } = signedDelivery('github', secret, 'push', payload());
+      const response = await fetch(`${kiln.baseUrl}/api/v1/hooks/${id}`, {
+        method: 'POST',
+        headers,
+        body: new Uint8Array(body),
+      });
+      return response.status;
+    };
+    const unknown = () => send(randomUUID(), 'anything');
+    const forged = () => send(trigger.id, 'not the secret');
+
+    const answers = [
+      await unknown(),
+      await forged(),
+      await unknown(),
+      await forged(),
+      await unknown(),
+      await forged(),
+      await unknown(),
+    ];
+
+    // The address's budget of 5 writes: the sign-in above spent one, the first four refusals
+    // the rest.
+    expect(answers).toEqual([401, 401, 401, 401, 429, 429, 429]);
+    expect(await send(trigger.id, trigger.secret)).toBe(202);
+  });
+});

@@ -47,27 +47,51 @@ export class WebhookReceiver {
     return this.config.triggers.webhookMaxBodyBytes;
   }
 
-  /** The trigger a delivery names, and its rate limit: checked before the body is read. */
-  async admit(id: string): Promise<TriggerRecord> {
+  /**
+   * The trigger a delivery names, checked before the body is read. A delivery that names no
+   * trigger counts against its sender's address, as every unverified one does (unverified()).
+   */
+  async admit(id: string, address: string | undefined): Promise<TriggerRecord> {
     const trigger = isUuid(id) ? await this.triggers.findAnyTenant(id.toLowerCase()) : undefined;
-    if (trigger === undefined || !trigger.enabled) throw new UnauthorizedError(UNVERIFIED);
-    const limit = this.config.triggers.webhookRateLimit;
-    if (limit > 0) {
-      const decision = await this.rateLimits.consumeUpTo(`trigger|${trigger.id}`, limit);
-      if (!decision.allowed) {
-        throw new RateLimitedError(
-          'Too many deliveries for this trigger; wait until X-RateLimit-Reset',
-          decision,
-        );
-      }
-    }
+    if (trigger === undefined || !trigger.enabled) return this.unverified(address);
     return trigger;
+  }
+
+  /**
+   * A delivery that could not be verified (no such trigger, a wrong signature) is limited by its
+   * sender's address, with the API's write limit, and answered 401 until that is spent, then 429:
+   * an unknown trigger and a known one with a wrong signature alike, so neither the answer nor
+   * the limit tells a trigger exists. Verified deliveries are limited per trigger (verified()).
+   */
+  private async unverified(address: string | undefined): Promise<never> {
+    const decision = await this.rateLimits.consume(`ip|${address ?? ''}`, 'write');
+    if (decision !== undefined && !decision.allowed) {
+      throw new RateLimitedError(
+        'Too many unverified deliveries; wait until X-RateLimit-Reset',
+        decision,
+      );
+    }
+    throw new UnauthorizedError(UNVERIFIED);
+  }
+
+  /** A verified delivery counts against its trigger's own limit (KILN_WEBHOOK_RATE_LIMIT). */
+  private async verified(trigger: TriggerRecord): Promise<void> {
+    const limit = this.config.triggers.webhookRateLimit;
+    if (limit === 0) return;
+    const decision = await this.rateLimits.consumeUpTo(`trigger|${trigger.id}`, limit);
+    if (!decision.allowed) {
+      throw new RateLimitedError(
+        'Too many deliveries for this trigger; wait until X-RateLimit-Reset',
+        decision,
+      );
+    }
   }
 
   async receive(
     trigger: TriggerRecord,
     headers: IncomingHttpHeaders,
     body: ReceivedBody,
+    address: string | undefined,
   ): Promise<DeliveryAnswer> {
     if (body.receivedBytes > this.maxBodyBytes) {
       throw new PayloadTooLargeError(
@@ -82,8 +106,9 @@ export class WebhookReceiver {
         headers,
         'the signature or token did not match the trigger secret',
       );
-      throw new UnauthorizedError(UNVERIFIED);
+      await this.unverified(address);
     }
+    await this.verified(trigger);
     const eventName = provider.eventName(headers);
     if (eventName === null) {
       throw new InvalidRequestError(`The delivery names no event (${trigger.provider} header)`);

@@ -44,9 +44,9 @@ export class WebhooksController {
     DeliveryAcceptedResponse | { pong: true; delivery: DeliveryAcceptedResponse['delivery'] }
   > {
     try {
-      const trigger = await this.receiver.admit(id);
+      const trigger = await this.receiver.admit(id, request.ip);
       const body = await readUploadBody(request, this.receiver.maxBodyBytes);
-      const answer = await this.receiver.receive(trigger, request.headers, body);
+      const answer = await this.receiver.receive(trigger, request.headers, body, request.ip);
       const delivery = toDeliveryResponse(answer.received.delivery);
       if (answer.kind === 'pong') {
         response.status(200);
