@@ -3,8 +3,10 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 
 // The only routes open without an access token and a tenant.
 const PUBLIC_ROUTES = ['POST /api/v1/auth/login', 'GET /healthz', 'GET /readyz'];
-// A build pod's uploads: no user, but an upload token of their own (BuildArtifacts checks it).
+// A build pod's uploads: no user, but an upload token of their own (BuildArtifacts checks it);
+// and a git host's deliveries: no user, but the trigger's signature (WebhookReceiver checks it).
 const UPLOAD_TOKEN_ROUTES = ['PUT /api/v1/builds/:id/sbom', 'PUT /api/v1/builds/:id/scan'];
+const WEBHOOK_ROUTES = ['POST /api/v1/hooks/:id'];
 
 describe('route permissions (default deny)', () => {
   let kiln: TestApp;
@@ -21,7 +23,12 @@ describe('route permissions (default deny)', () => {
     const routes = listRoutes(kiln.app).map((r) => `${r.method} ${r.path}`);
 
     expect(routes).toEqual(
-      expect.arrayContaining([...PUBLIC_ROUTES, ...UPLOAD_TOKEN_ROUTES, 'GET /api/v1/projects']),
+      expect.arrayContaining([
+        ...PUBLIC_ROUTES,
+        ...UPLOAD_TOKEN_ROUTES,
+        ...WEBHOOK_ROUTES,
+        'GET /api/v1/projects',
+      ]),
     );
   });
 
@@ -29,7 +36,7 @@ describe('route permissions (default deny)', () => {
     const offenders = listRoutes(kiln.app)
       .filter((route) => {
         const name = `${route.method} ${route.path}`;
-        if ([...PUBLIC_ROUTES, ...UPLOAD_TOKEN_ROUTES].includes(name))
+        if ([...PUBLIC_ROUTES, ...UPLOAD_TOKEN_ROUTES, ...WEBHOOK_ROUTES].includes(name))
           return !route.public || route.permission !== undefined;
         return route.public || route.permission === undefined;
       })
@@ -43,7 +50,7 @@ describe('route permissions (default deny)', () => {
       const path = route.path.replace(/:[^/]+/g, '00000000-0000-4000-8000-000000000000');
       const response = await fetch(`${kiln.baseUrl}${path}`, { method: route.method });
       const name = `${route.method} ${route.path}`;
-      if (UPLOAD_TOKEN_ROUTES.includes(name))
+      if ([...UPLOAD_TOKEN_ROUTES, ...WEBHOOK_ROUTES].includes(name))
         expect({ route: name, status: response.status }).toMatchObject({ status: 401 });
       else if (route.public) expect([200, 400]).toContain(response.status);
       else

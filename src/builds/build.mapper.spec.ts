@@ -3,6 +3,7 @@ import { BuildEntity } from '../lifecycle/build.entity.js';
 import { toBuildResponse } from './build.mapper.js';
 
 const DIGEST = `sha256:${'0f'.repeat(32)}`;
+const TRIGGER_ID = '3d2c1b0a-9f8e-4d7c-8b6a-5f4e3d2c1b0a';
 
 /** A build as the repository reads it back, ended at `completed`. */
 function stored(changes: Partial<BuildEntity> = {}): BuildEntity {
@@ -32,6 +33,9 @@ function stored(changes: Partial<BuildEntity> = {}): BuildEntity {
     imageDigest: null,
     images: [],
     keep: false,
+    triggerId: null,
+    triggerEvent: null,
+    triggeredBy: null,
     startedAt: new Date('2025-03-01T10:00:00Z'),
     completedAt: new Date('2025-03-01T10:04:00Z'),
     createdAt: new Date('2025-03-01T09:59:00Z'),
@@ -58,12 +62,20 @@ describe(toBuildResponse.name, () => {
     expect(response).toMatchObject({ image_digest: null, images: [] });
   });
 
+  it('names the trigger, event and pusher of a build a trigger made, and null for one a caller made', () => {
+    expect(toBuildResponse(stored()).trigger).toBeNull();
+    expect(
+      toBuildResponse(stored({ triggerId: TRIGGER_ID, triggerEvent: 'tag', triggeredBy: 'ada' }))
+        .trigger,
+    ).toEqual({ id: TRIGGER_ID, event: 'tag', pusher: 'ada' });
+  });
+
   it('shows whether the build is pinned against retention', () => {
     expect(toBuildResponse(stored({ keep: true })).keep).toBe(true);
     expect(toBuildResponse(stored()).keep).toBe(false);
   });
 
-  it("keeps the spec's fields in the spec's order, the pushed image, the failure reason and keep after them", () => {
+  it("keeps the spec's fields in the spec's order, the pushed image, the failure reason, keep and the trigger after them", () => {
     const response = toBuildResponse(stored({ imageDigest: DIGEST }));
 
     expect(Object.keys(response)).toEqual([
@@ -84,6 +96,7 @@ describe(toBuildResponse.name, () => {
       'images',
       'failure_reason',
       'keep',
+      'trigger',
     ]);
   });
 });
