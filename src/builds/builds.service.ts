@@ -83,17 +83,7 @@ export class BuildsService {
     if (request.form === 'wizard' && request.body.tenant_id.toLowerCase() !== tenant.tenantId) {
       throw new ForbiddenError('tenant_id does not match X-Tenant-ID');
     }
-    // A missing project is the insert's 404; until then it only means no repository or registry.
-    const project = await this.projects.findInTenant(tenant.tenantId, projectId);
-    const context: SpecContext = {
-      project: {
-        name: project?.name ?? 'project',
-        gitRepositoryUrl: project?.gitRepositoryUrl ?? null,
-        defaultRegistry: project?.defaultRegistry ?? null,
-      },
-      defaultRegistry: this.config.localRegistry,
-      timeoutSeconds: this.config.buildTimeoutSeconds,
-    };
+    const context = await this.specContext(tenant.tenantId, projectId);
     const asked: Omit<NewBuild, 'specDigest'> =
       request.form === 'reference'
         ? {
@@ -117,9 +107,7 @@ export class BuildsService {
             projectId,
             ...(await fromWizard(request.body.manifest, context, this.sealer)),
           };
-    const fingerprint = (value: string): string => this.sealer.fingerprint(value);
-    const build: NewBuild = { ...asked, specDigest: specDigest(asked.spec, fingerprint) };
-    const created = await this.lifecycle.create(build);
+    const created = await this.lifecycle.create(this.digested(asked));
     if (!created.replayed) await this.handToRunner(tenant.tenantId, created.build);
     return { form: request.form, ...created };
   }
@@ -129,16 +117,7 @@ export class BuildsService {
    * manifest's validation, the duplicate rule's 409); the branch and commit come from the event.
    */
   async createForTrigger(request: TriggeredBuildRequest): Promise<BuildEntity> {
-    const project = await this.projects.findInTenant(request.tenantId, request.projectId);
-    const context: SpecContext = {
-      project: {
-        name: project?.name ?? 'project',
-        gitRepositoryUrl: project?.gitRepositoryUrl ?? null,
-        defaultRegistry: project?.defaultRegistry ?? null,
-      },
-      defaultRegistry: this.config.localRegistry,
-      timeoutSeconds: this.config.buildTimeoutSeconds,
-    };
+    const context = await this.specContext(request.tenantId, request.projectId);
     const { what, branch, commit } = request;
     const built =
       what.form === 'reference'
@@ -162,13 +141,32 @@ export class BuildsService {
       gitAuthorEmail: request.author?.email ?? null,
       trigger: request.trigger,
     };
-    const fingerprint = (value: string): string => this.sealer.fingerprint(value);
-    const { build } = await this.lifecycle.create({
-      ...asked,
-      specDigest: specDigest(asked.spec, fingerprint),
-    });
+    const { build } = await this.lifecycle.create(this.digested(asked));
     await this.handToRunner(request.tenantId, build);
     return build;
+  }
+
+  /**
+   * What a build's spec is made against: the project's repository and registry, and kiln's.
+   * A missing project is the insert's 404; until then it only means no repository or registry.
+   */
+  private async specContext(tenantId: string, projectId: string): Promise<SpecContext> {
+    const project = await this.projects.findInTenant(tenantId, projectId);
+    return {
+      project: {
+        name: project?.name ?? 'project',
+        gitRepositoryUrl: project?.gitRepositoryUrl ?? null,
+        defaultRegistry: project?.defaultRegistry ?? null,
+      },
+      defaultRegistry: this.config.localRegistry,
+      timeoutSeconds: this.config.buildTimeoutSeconds,
+    };
+  }
+
+  /** The build with its spec's digest, the duplicate rule's key (secrets by fingerprint). */
+  private digested(asked: Omit<NewBuild, 'specDigest'>): NewBuild {
+    const fingerprint = (value: string): string => this.sealer.fingerprint(value);
+    return { ...asked, specDigest: specDigest(asked.spec, fingerprint) };
   }
 
   get(tenant: TenantContext, id: string): Promise<BuildEntity> {

@@ -3,17 +3,18 @@ import type { GitEvent } from '../git-event.js';
 import {
   authorOf,
   changedFiles,
+  cloneUrl,
   type Fields,
   gitEvent,
   header,
   hmacSha256,
-  integer,
   object,
   objects,
   optionalInteger,
   optionalObject,
   optionalSha,
   optionalString,
+  pullRequestEvent,
   PayloadError,
   refTarget,
   root,
@@ -57,7 +58,7 @@ export function giteaProvider(name: 'gitea' | 'forgejo'): WebhookProvider {
         case 'push':
           return push(payload);
         case 'pull_request':
-          return pullRequest(payload);
+          return pullRequestEvent(payload, login);
         // A new tag or branch also comes as a push of its ref; the push is what kiln reads.
         default:
           return null;
@@ -74,11 +75,6 @@ function login(user: Fields): string {
   const name = optionalString(user, 'login') ?? optionalString(user, 'username');
   if (name === null || name === '') throw new PayloadError(`${user.path}.login`, 'is required');
   return name;
-}
-
-function cloneUrl(fields: Fields): string | null {
-  const repository = optionalObject(fields, 'repository');
-  return repository === null ? null : optionalString(repository, 'clone_url');
 }
 
 function push(payload: unknown): GitEvent | null {
@@ -101,25 +97,6 @@ function push(payload: unknown): GitEvent | null {
     pusher: login(object(fields, 'pusher')),
     author: deleted ? null : authorOf(head),
     changedFiles: deleted ? null : files,
-    repositoryUrl: cloneUrl(fields),
-  });
-}
-
-function pullRequest(payload: unknown): GitEvent {
-  const fields = root(payload);
-  const number = integer(fields, 'number');
-  const pr = object(fields, 'pull_request');
-  const head = object(pr, 'head');
-  return gitEvent('pull_request', {
-    ref: `refs/pull/${number}/head`,
-    branch: string(head, 'ref'),
-    commit: sha(head, 'sha'),
-    pusher: login(object(fields, 'sender')),
-    pullRequest: {
-      number,
-      action: string(fields, 'action'),
-      targetBranch: string(object(pr, 'base'), 'ref'),
-    },
     repositoryUrl: cloneUrl(fields),
   });
 }

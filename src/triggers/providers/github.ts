@@ -2,16 +2,16 @@ import type { GitEvent } from '../git-event.js';
 import {
   authorOf,
   changedFiles,
+  cloneUrl,
   gitEvent,
   header,
-  integer,
   object,
   objects,
   optionalBoolean,
   optionalInteger,
   optionalObject,
   optionalSha,
-  optionalString,
+  pullRequestEvent,
   refTarget,
   root,
   sha,
@@ -56,20 +56,15 @@ export const github: WebhookProvider = {
       case 'push':
         return push(payload);
       case 'pull_request':
-        return pullRequest(payload);
+        return pullRequestEvent(payload, (sender) => string(sender, 'login'));
       case 'ping':
-        return gitEvent('ping', { repositoryUrl: cloneUrl(payload) });
+        return gitEvent('ping', { repositoryUrl: cloneUrl(root(payload)) });
       // 'create' and 'delete' also come as a push of the ref; the push is what kiln reads.
       default:
         return null;
     }
   },
 };
-
-function cloneUrl(payload: unknown): string | null {
-  const repository = optionalObject(root(payload), 'repository');
-  return repository === null ? null : optionalString(repository, 'clone_url');
-}
 
 function push(payload: unknown): GitEvent | null {
   const fields = root(payload);
@@ -93,25 +88,6 @@ function push(payload: unknown): GitEvent | null {
     pusher: string(object(fields, 'pusher'), 'name'),
     author: deleted ? null : authorOf(head),
     changedFiles: deleted || listed === null ? null : changedFiles(listed, size),
-    repositoryUrl: cloneUrl(payload),
-  });
-}
-
-function pullRequest(payload: unknown): GitEvent {
-  const fields = root(payload);
-  const number = integer(fields, 'number');
-  const pr = object(fields, 'pull_request');
-  const head = object(pr, 'head');
-  return gitEvent('pull_request', {
-    ref: `refs/pull/${number}/head`,
-    branch: string(head, 'ref'),
-    commit: sha(head, 'sha'),
-    pusher: string(object(fields, 'sender'), 'login'),
-    pullRequest: {
-      number,
-      action: string(fields, 'action'),
-      targetBranch: string(object(pr, 'base'), 'ref'),
-    },
-    repositoryUrl: cloneUrl(payload),
+    repositoryUrl: cloneUrl(root(payload)),
   });
 }

@@ -224,3 +224,33 @@ export function hmacSha256(key: string | Buffer, ...parts: readonly Buffer[]): B
 export function sameBytes(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/** The repository's clone URL of a GitHub-shaped payload (GitHub, Gitea, Forgejo), if it names one. */
+export function cloneUrl(fields: Fields): string | null {
+  const repository = optionalObject(fields, 'repository');
+  return repository === null ? null : optionalString(repository, 'clone_url');
+}
+
+/**
+ * A `pull_request` event of a GitHub-shaped payload (Gitea and Forgejo copy GitHub's): its head
+ * commit on its head branch, matched by its base branch. `senderName` reads who sent it, which
+ * the hosts name differently.
+ */
+export function pullRequestEvent(payload: unknown, senderName: (user: Fields) => string): GitEvent {
+  const fields = root(payload);
+  const number = integer(fields, 'number');
+  const pr = object(fields, 'pull_request');
+  const head = object(pr, 'head');
+  return gitEvent('pull_request', {
+    ref: `refs/pull/${number}/head`,
+    branch: string(head, 'ref'),
+    commit: sha(head, 'sha'),
+    pusher: senderName(object(fields, 'sender')),
+    pullRequest: {
+      number,
+      action: string(fields, 'action'),
+      targetBranch: string(object(pr, 'base'), 'ref'),
+    },
+    repositoryUrl: cloneUrl(fields),
+  });
+}
