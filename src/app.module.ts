@@ -21,6 +21,7 @@ import { SecretsModule } from './secrets/secrets.module.js';
 import { SettingsHttpModule } from './settings-http/settings-http.module.js';
 import { RunnersModule } from './runners/runners.module.js';
 import { TriggersModule } from './triggers/triggers.module.js';
+import { ProvenanceHttpModule } from './provenance-http/provenance-http.module.js';
 
 /** Path prefix of every API route (docs/api.md). Health probes live outside it. */
 export const API_PREFIX = 'api/v1';
@@ -39,6 +40,7 @@ export const API_MODULES: ReadonlyArray<Type> = [
   RetentionModule,
   AuditHttpModule,
   TriggersModule,
+  ProvenanceHttpModule,
 ];
 
 export interface AppOptions {

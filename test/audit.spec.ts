@@ -546,6 +546,33 @@ describe('the audit log', () => {
         })(status),
     },
     {
+      name: 'PUT /api/v1/settings/provenance',
+      call: () => ({
+        method: 'PUT',
+        path: '/api/v1/settings/provenance',
+        body: { provenance: 'required' },
+        headers: as('admin'),
+      }),
+      expected: (status) =>
+        ok('settings.provenance.set', admin(), seeded.tenantA, {
+          type: 'provenance_settings',
+          id: null,
+        })(status),
+    },
+    {
+      name: 'POST /api/v1/signing-keys/rotate',
+      call: () => ({
+        method: 'POST',
+        path: '/api/v1/signing-keys/rotate',
+        headers: as('admin'),
+      }),
+      expected: (status, body) =>
+        ok('signing_key.rotate', admin(), seeded.tenantA, {
+          type: 'signing_key',
+          id: body.key_id,
+        })(status),
+    },
+    {
       name: 'PUT /api/v1/settings/registries/:type',
       call: () => ({
         method: 'PUT',

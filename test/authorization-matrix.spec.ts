@@ -50,6 +50,23 @@ const ROUTES: Readonly<Record<string, RouteRow>> = {
   // route's own 404 ("No SBOM is stored"), a denied one the guard's 403.
   'GET /api/v1/builds/:id/sbom': { permission: 'build:read', success: 404, build: 'in_progress' },
   'GET /api/v1/builds/:id/scan': { permission: 'build:read', success: 404, build: 'in_progress' },
+  // Only a successful build has provenance: an allowed caller gets the route's own 404.
+  'GET /api/v1/builds/:id/provenance': {
+    permission: 'build:read',
+    success: 404,
+    build: 'in_progress',
+  },
+  // Signing keys (docs/provenance.md): public halves for every reader of builds; a key id the
+  // tenant never signed with is 404; rotating is its admins'.
+  'GET /api/v1/signing-keys': { permission: 'build:read', success: 200, build: 'none' },
+  'GET /api/v1/signing-keys/:keyId/pem': { permission: 'build:read', success: 404, build: 'none' },
+  'POST /api/v1/signing-keys/rotate': {
+    permission: 'settings:manage',
+    success: 201,
+    build: 'none',
+  },
+  'GET /api/v1/settings/provenance': { permission: 'settings:manage', success: 200, build: 'none' },
+  'PUT /api/v1/settings/provenance': { permission: 'settings:manage', success: 200, build: 'none' },
   'GET /api/v1/projects': { permission: 'build:list', success: 200, build: 'none' },
   // The admin API (docs/adr/0043-admin-api.md). POST /members re-sends a member's own role (200,
   // nothing changes); the routes with an id of their own name a missing one, so an allowed caller
@@ -288,6 +305,8 @@ function bodyOf(route: string, projectA: string, n: number): unknown {
       return { name: `matrix-trigger-${n}`, provider: 'github' };
     case 'PATCH /api/v1/triggers/:id':
       return { enabled: false };
+    case 'PUT /api/v1/settings/provenance':
+      return { provenance: 'optional' };
     default:
       return undefined;
   }
@@ -381,6 +400,7 @@ describe('authorization matrix', () => {
     const path = pattern
       .replace(':id', id ?? MISSING)
       .replace(':userId', MISSING)
+      .replace(':keyId', '0'.repeat(64))
       .replace(':type', TYPES[cell.route] ?? '');
     const json = bodyOf(cell.route, seeded.projectA, ++branches);
     const body = json === undefined ? undefined : JSON.stringify(json);

@@ -32,6 +32,15 @@ import type { ReceivedBody } from '../common/upload-body.js';
 
 export type { ReceivedBody };
 
+/** A stored SBOM or scan, decompressed (BuildArtifacts.documents). */
+export interface StoredDocument {
+  readonly kind: ArtifactKind;
+  readonly tool: string;
+  readonly format: string;
+  readonly truncated: boolean;
+  readonly bytes: Buffer;
+}
+
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
@@ -267,6 +276,30 @@ export class BuildArtifacts {
       partial: 'note' in served ? text : null,
       note: 'note' in served ? served.note : null,
     };
+  }
+
+  /**
+   * The SBOM and scan kiln stored for a build, as bytes, for its provenance: the SBOM as it was
+   * uploaded (its first KILN_ARTIFACT_MAX_BYTES when `truncated`), the scan as the normalised
+   * findings GET /builds/{id}/scan serves. A row whose bytes do not decompress is left out (and
+   * logged as unreadable).
+   */
+  async documents(buildId: string): Promise<StoredDocument[]> {
+    const documents: StoredDocument[] = [];
+    for (const kind of ['sbom', 'scan'] as const) {
+      const artifact = await this.repository.find(buildId, kind);
+      if (artifact === undefined) continue;
+      const bytes = await this.unpack(artifact);
+      if (bytes === undefined) continue;
+      documents.push({
+        kind,
+        tool: artifact.tool,
+        format: artifact.format,
+        truncated: artifact.truncated,
+        bytes,
+      });
+    }
+    return documents;
   }
 
   /** GET /builds/{id}/scan: the normalised findings and the policy's verdict on them. */

@@ -131,6 +131,15 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
     target: 'registry',
     param: 'type',
   },
+  'PUT /api/v1/settings/provenance': {
+    action: 'settings.provenance.set',
+    target: 'provenance_settings',
+  },
+  'POST /api/v1/signing-keys/rotate': {
+    action: 'signing_key.rotate',
+    target: 'signing_key',
+    createdField: 'key_id',
+  },
   'POST /api/v1/projects/:id/triggers': { action: 'trigger.create', target: 'trigger' },
   'PATCH /api/v1/triggers/:id': { action: 'trigger.update', target: 'trigger', param: 'id' },
   'DELETE /api/v1/triggers/:id': { action: 'trigger.delete', target: 'trigger', param: 'id' },

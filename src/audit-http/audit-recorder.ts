@@ -19,10 +19,12 @@ import {
 /** Where the request keeps what its handler answered that the audit event may name. */
 export const AUDIT_STATE = Symbol('kiln.audit');
 
-/** What AuditResultInterceptor saw of a handler's answer: ids only, never the answer. */
+/**
+ * What AuditResultInterceptor saw of a handler's answer: ids only, never the answer. By field
+ * name: `id`, and each route's `createdField` (a member's `user_id`, a key's `key_id`).
+ */
 export interface AuditState {
-  createdId?: string;
-  createdUserId?: string;
+  created?: Record<string, string>;
 }
 
 type AuditedRequest = Request & KilnRequest & { [AUDIT_STATE]?: AuditState };
@@ -85,7 +87,7 @@ export class AuditRecorder {
         if (audit.self) return actor.userId;
         if (audit.param !== undefined) return params[audit.param] ?? null;
         if (result !== 'success') return null;
-        return (audit.createdField === 'user_id' ? state.createdUserId : state.createdId) ?? null;
+        return state.created?.[audit.createdField ?? 'id'] ?? null;
       };
       const target: AuditTarget | null =
         audit.target === null ? null : { type: audit.target, id: targetIdOf() };

@@ -5,11 +5,22 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { type Observable, tap } from 'rxjs';
+import { AUDIT_ROUTES } from './audit-actions.js';
 import { AUDIT_STATE, type AuditState } from './audit-recorder.js';
 
+/** The answer fields an audit event may name its target by: `id` and each `createdField`. */
+const ID_FIELDS: readonly string[] = [
+  ...new Set([
+    'id',
+    ...Object.values(AUDIT_ROUTES).flatMap((route) =>
+      route.createdField === undefined ? [] : [route.createdField],
+    ),
+  ]),
+];
+
 /**
- * Hands AuditRecorder the id of what a state-changing handler created (`id`, or a member's
- * `user_id`), so a create's audit event names its target. It keeps nothing else of the answer.
+ * Hands AuditRecorder the id of what a state-changing handler created (`id`, or the route's
+ * `createdField`: a member's `user_id`, a signing key's `key_id`), so a create's audit event names its target. It keeps nothing else of the answer.
  */
 @Injectable()
 export class AuditResultInterceptor implements NestInterceptor {
@@ -20,9 +31,10 @@ export class AuditResultInterceptor implements NestInterceptor {
     return next.handle().pipe(
       tap((answer: unknown) => {
         if (typeof answer !== 'object' || answer === null) return;
-        const { id, user_id: userId } = answer as { id?: unknown; user_id?: unknown };
-        if (typeof id === 'string') state.createdId = id;
-        if (typeof userId === 'string') state.createdUserId = userId;
+        for (const field of ID_FIELDS) {
+          const value = (answer as Record<string, unknown>)[field];
+          if (typeof value === 'string') (state.created ??= {})[field] = value;
+        }
       }),
     );
   }

@@ -97,6 +97,7 @@ describe(toBuildResponse.name, () => {
       'failure_reason',
       'keep',
       'trigger',
+      'provenance',
     ]);
   });
 });

@@ -44,6 +44,7 @@ export function toBuildResponse(build: BuildEntity, queue?: QueueView): BuildDto
       build.triggerId === null
         ? null
         : { id: build.triggerId, event: build.triggerEvent, pusher: build.triggeredBy },
+    provenance: build.provenance,
     ...(queue === undefined ? {} : { queue: toQueue(queue) }),
   };
 }

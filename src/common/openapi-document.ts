@@ -45,6 +45,11 @@ const TAGS: ReadonlyArray<readonly [name: string, description: string]> = [
       'administrators (system:admin).',
   ],
   [
+    'provenance',
+    "The tenant's signing keys (public halves, and their rotation) that sign each successful " +
+      "build's provenance (docs/provenance.md); the provenance itself is under builds.",
+  ],
+  [
     'triggers',
     "Builds from git pushes: a project's triggers (its admins, trigger:manage), their recent " +
       'deliveries, and the webhook route git hosts deliver to (docs/build-on-push.md).',

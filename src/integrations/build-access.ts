@@ -226,6 +226,47 @@ export class BuildAccess {
   }
 
   /**
+   * How kiln itself reaches `host` for a build after it ran (attaching its signed provenance):
+   * the tenant's credentials when `host` is the address of the build's registry, resolved as at
+   * start, and whether that registry speaks plain HTTP; nothing for any other host (anonymous).
+   * A refusal says which reference failed, never a value.
+   */
+  async registryLogin(
+    build: Pick<BuildToStart, 'tenantId' | 'spec'>,
+    host: string,
+    signal?: AbortSignal,
+  ): Promise<
+    | { ok: true; credentials?: RegistryCredentials; insecure: boolean }
+    | { ok: false; message: string }
+  > {
+    const registryType = build.spec.output.registryType ?? undefined;
+    if (registryType === undefined || !OCI_TYPES.has(registryType)) {
+      return { ok: true, insecure: false };
+    }
+    const registry = (await this.deps.registries.registry(build.tenantId, registryType)) as
+      OciRegistrySettings | undefined;
+    if (registry === undefined || registry.address !== host) return { ok: true, insecure: false };
+    const insecure = registry.insecure === true;
+    if (registry.username === undefined || registry.password === undefined) {
+      return { ok: true, insecure };
+    }
+    const fields = {
+      [`registry.${registryType}.username`]: registry.username,
+      [`registry.${registryType}.password`]: registry.password,
+    };
+    const resolution = await this.deps.resolver.resolve(build.tenantId, fields, signal);
+    if (!resolution.ok) return { ok: false, message: resolution.message };
+    return {
+      ok: true,
+      insecure,
+      credentials: {
+        username: resolution.values[`registry.${registryType}.username`]!,
+        password: resolution.values[`registry.${registryType}.password`]!,
+      },
+    };
+  }
+
+  /**
    * What the secret manager is asked to resolve, by field name (every buildx secret, environment
    * references, the registry's, S3's and git's credentials), with the settings they came from.
    */

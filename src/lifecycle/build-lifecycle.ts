@@ -142,12 +142,13 @@ export class BuildLifecycle {
    * it came to write it); the write's time otherwise. `at` is read from another clock: one
    * before started_at is recorded as started_at, so a duration is never negative. `pushed`,
    * when the runner learned what the build pushed, is recorded with the success, in the same
-   * write.
+   * write, and so is `provenance`, the outcome of its signed provenance (ProvenanceService).
    */
-  succeed(id: string, at?: Date, pushed?: PushedImages): Promise<BuildEntity> {
+  succeed(id: string, at?: Date, pushed?: PushedImages, provenance?: string): Promise<BuildEntity> {
     return this.apply(id, undefined, 'succeed', {
       completedAt: at ?? 'now',
       ...(pushed === undefined ? {} : { pushed }),
+      ...(provenance === undefined ? {} : { provenance }),
     });
   }
 

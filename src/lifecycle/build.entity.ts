@@ -122,6 +122,13 @@ export class BuildEntity {
   @Column('text', { name: 'triggered_by', nullable: true })
   triggeredBy!: string | null;
 
+  /**
+   * The build's signed provenance: `attached`, `stored-only` or `failed: …`; null when it has
+   * none (docs/adr/0054-provenance.md).
+   */
+  @Column('text', { nullable: true })
+  provenance!: string | null;
+
   @Column('timestamptz', { name: 'started_at', nullable: true })
   startedAt!: Date | null;
 

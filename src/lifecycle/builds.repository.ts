@@ -72,6 +72,8 @@ export interface TransitionChanges {
   readonly runnerRef?: string | null;
   /** What the build pushed (image_digest, images). */
   readonly pushed?: PushedImages;
+  /** The outcome of its provenance: `attached`, `stored-only` or `failed: …`. */
+  readonly provenance?: string;
 }
 
 /** A transition that applied: the build as written, and how long it ran when it ended. */
@@ -363,6 +365,7 @@ export class BuildsRepository {
     if (changes.failureReason !== undefined) set('failure_reason', changes.failureReason);
     if (changes.cancelReason !== undefined) set('cancel_reason', changes.cancelReason);
     if (changes.runnerRef !== undefined) set('runner_ref', changes.runnerRef);
+    if (changes.provenance !== undefined) set('provenance', changes.provenance);
     if (changes.pushed !== undefined) {
       set('image_digest', changes.pushed.digest);
       params.push(JSON.stringify(changes.pushed.images));
@@ -501,6 +504,7 @@ const BUILD_FIELDS = {
   trigger_id: 'triggerId',
   trigger_event: 'triggerEvent',
   triggered_by: 'triggeredBy',
+  provenance: 'provenance',
   started_at: 'startedAt',
   completed_at: 'completedAt',
   created_at: 'createdAt',

@@ -402,6 +402,23 @@ export class BuildLogsRepository {
     );
   }
 
+  /**
+   * The commit the build checked out, as its checkout printed it before any build step ran
+   * (`kiln: checked out <sha>`: the operator's source container, the local runner's checkout).
+   * Only those containers' lines count, so a build cannot claim another commit by printing one.
+   */
+  async checkedOutCommit(buildId: string): Promise<string | undefined> {
+    const [row] = await this.dataSource.query<Array<{ commit: string }>>(
+      `SELECT substring(message FROM '^kiln: checked out ([0-9a-f]{40,64})$') AS commit
+         FROM build_log_lines
+        WHERE build_id = $1 AND metadata->>'container' IN ('source', 'checkout')
+          AND message ~ '^kiln: checked out [0-9a-f]{40,64}$'
+        ORDER BY seq LIMIT 1`,
+      [buildId],
+    );
+    return row?.commit;
+  }
+
   /** Lines with seq in [fromSeq, fromSeq + limit), in order. */
   async linesFrom(buildId: string, fromSeq: number, limit: number): Promise<StoredLogLine[]> {
     const rows = await this.dataSource.query<RawLine[]>(

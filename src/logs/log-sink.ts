@@ -210,6 +210,17 @@ export class LogSink implements OnModuleDestroy {
     this.knownLines.delete(buildId);
   }
 
+  /**
+   * Waits until every line appended for the build so far is stored (or, in a database outage,
+   * until the release deadline: then false). Unlike `release`, the build keeps its secrets and
+   * may append more: what its provenance digests is what was stored when this resolved.
+   */
+  async settle(buildId: string): Promise<boolean> {
+    await this.writes.get(buildId);
+    const backlog = this.backlogs.get(buildId);
+    return backlog === undefined || settlesWithin(backlog.done, this.limits.releaseTimeoutMs);
+  }
+
   /** Lines still held in memory are lost with the process: say how many. */
   onModuleDestroy(): void {
     for (const [buildId, backlog] of this.backlogs) {

@@ -23,6 +23,11 @@ export const FAILURE_REASONS = [
   'PodRefused',
   /** The scheduler found no node for the build's pod for KILN_OPERATOR_UNSCHEDULABLE_SECONDS. */
   'Unschedulable',
+  /**
+   * The tenant requires provenance (`provenance: required`) and the build's could not be signed,
+   * stored or attached to its image; the image stays pushed.
+   */
+  'ProvenanceFailed',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
@@ -40,6 +45,7 @@ export const PLATFORM_FAILURE_REASONS: ReadonlySet<FailureReason> = new Set<Fail
   'QueueTimeout',
   'PodRefused',
   'Unschedulable',
+  'ProvenanceFailed',
 ]);
 
 /** `platform` when kiln or the cluster is at fault, `user` when the build is. */

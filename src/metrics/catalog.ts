@@ -270,6 +270,14 @@ export const METRICS = {
     labels: ['provider', 'result'],
     scope: 'api',
   },
+  kiln_provenance_total: {
+    type: 'counter',
+    help:
+      "Successful builds' signed provenance, by outcome (attached: to every pushed image; " +
+      'stored-only: nothing to attach it to; failed: not signed, stored or attached).',
+    labels: ['outcome'],
+    scope: 'core',
+  },
 
   // The database.
   kiln_db_pool_connections: {

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../build-methods/job.js';
 import { buildNamespacesOf } from '../build-methods/namespaces.js';
 import { BuildArtifacts } from '../artifacts/build-artifacts.js';
+import { ProvenanceService } from '../provenance/provenance.service.js';
 import { SBOM_TOOLS, SCAN_TOOLS } from '../manifest/types.js';
 import { LOGGER } from '../common/logger.js';
 import { BuildAccess } from '../integrations/build-access.js';
@@ -70,6 +71,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
     private readonly sink: LogSink,
     private readonly logs: BuildLogsRepository,
     private readonly artifacts: BuildArtifacts,
+    private readonly provenance: ProvenanceService,
     private readonly sealer: SecretSealer,
     private readonly access: BuildAccess,
     private readonly admission: Admission,
@@ -218,6 +220,7 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       lifecycle: this.lifecycle,
       admission: this.admission,
       artifacts: this.artifacts,
+      provenance: this.provenance,
       sealer: this.sealer,
       access: this.access,
       sink: this.sink,

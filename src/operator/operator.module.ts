@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AdmissionModule } from '../admission/admission.module.js';
 import { ArtifactsModule } from '../artifacts/artifacts.module.js';
 import { BuildAccessModule } from '../integrations/integrations.module.js';
+import { ProvenanceModule } from '../provenance/provenance.module.js';
 import { KubernetesModule } from '../kubernetes/kubernetes.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
@@ -19,6 +20,7 @@ import { BuildOperator } from './build-operator.js';
     LogsModule,
     ArtifactsModule,
     BuildAccessModule,
+    ProvenanceModule,
   ],
   providers: [BuildOperator],
   exports: [BuildOperator],

@@ -5,6 +5,7 @@ import { KilnConfig } from '../config/config.js';
 import { BuildAccessModule } from '../integrations/integrations.module.js';
 import { LifecycleModule } from '../lifecycle/lifecycle.module.js';
 import { LogsModule } from '../logs/logs.module.js';
+import { ProvenanceModule } from '../provenance/provenance.module.js';
 import { S3ImageStore } from '../registries/s3-upload.js';
 import { BuildRunner } from './build-runner.js';
 import { DockerfileExecutor } from './local/executors/dockerfile.executor.js';
@@ -40,6 +41,7 @@ const RUNNER_IMPORTS = [
   LogsModule,
   ArtifactsModule,
   BuildAccessModule,
+  ProvenanceModule,
 ];
 
 /**

@@ -107,6 +107,14 @@ export class BuildDto extends BuildSummaryDto {
   })
   trigger!: BuildTriggerDto | null;
   @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    pattern: '^(attached|stored-only|failed: .+)$',
+    description:
+      'The signed provenance of a successful build (docs/provenance.md): `attached` (stored and attached to every pushed image in its registry), `stored-only` (stored and served by GET /builds/{id}/provenance; nothing to attach it to, e.g. an S3 or packer build), or `failed: …` (why it could not be signed, stored or attached). Null for a build without provenance (not successful, or built before kiln made it)',
+  })
+  provenance!: string | null;
+  @ApiPropertyOptional({
     type: BuildQueueDto,
     description:
       'Present while a started (in_progress) build waits to run: for a slot, or for the cluster to run its pod',

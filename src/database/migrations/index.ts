@@ -24,6 +24,7 @@ import { ApiTokens1765584000000 } from './1765584000000-api-tokens.js';
 import { AuditEvents1765699200000 } from './1765699200000-audit-events.js';
 import { Retention1765756800000 } from './1765756800000-retention.js';
 import { Triggers1765843200000 } from './1765843200000-triggers.js';
+import { Provenance1765929600000 } from './1765929600000-provenance.js';
 
 /**
  * Every migration, oldest first. Listed explicitly (no glob) so the compiled app, the CLI and the
@@ -55,4 +56,5 @@ export const MIGRATIONS: ReadonlyArray<new () => MigrationInterface> = [
   AuditEvents1765699200000,
   Retention1765756800000,
   Triggers1765843200000,
+  Provenance1765929600000,
 ];

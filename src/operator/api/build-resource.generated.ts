@@ -45,6 +45,7 @@ export const BUILD_FAILURE_REASONS = [
   'QueueTimeout',
   'PodRefused',
   'Unschedulable',
+  'ProvenanceFailed',
 ] as const;
 export type BuildFailureReason = (typeof BUILD_FAILURE_REASONS)[number];
 

@@ -233,6 +233,8 @@ interface Given {
   readonly secret?: V1Secret;
   readonly access?: BuildAccessGrant | BuildAccessRefusal;
   readonly gate?: { pass: true } | { pass: false; message: string };
+  /** What ProvenanceService answers for a success: attached by default. */
+  readonly provenance?: { state: string; fails?: string };
   readonly jobTaken?: boolean;
   readonly statusConflict?: boolean;
   /** What the steps after the image need (kiln's image, the upload URL): none by default. */
@@ -568,6 +570,9 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     artifacts: {
       mintUploadTokens: () => Promise.resolve({ sbom: 'sbom-token', scan: 'scan-token' }),
       gate: () => Promise.resolve(given.gate ?? { pass: true }),
+    },
+    provenance: {
+      produce: () => Promise.resolve(given.provenance ?? { state: 'attached' }),
     },
     sealer: { sealAll: (v) => ({ ...v }), unsealAll: (v) => ({ ...v }), fingerprint: (v) => v },
     access: {
@@ -1311,6 +1316,7 @@ async function endedWith(
     podReason?: string;
     podMessage?: string;
     gate?: Given['gate'];
+    provenance?: Given['provenance'];
     reportsPush?: boolean;
     init?: V1ContainerStatus[];
   } = {},
@@ -1328,6 +1334,7 @@ async function endedWith(
       { reason: options.podReason, message: options.podMessage },
     ),
     ...(options.gate === undefined ? {} : { gate: options.gate }),
+    ...(options.provenance === undefined ? {} : { provenance: options.provenance }),
     earlier: { sinceS: 5, log: 'read' },
   };
 }
@@ -1387,6 +1394,27 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
         },
         kilnLines: ['ERROR: [kiln] 1 HIGH finding; the policy fails on high'],
         record: 'failed PolicyViolation',
+      },
+    },
+    'fails with ProvenanceFailed when the tenant requires provenance and it could not be made': {
+      given: () =>
+        endedWith(complete, terminated('build', 0), {
+          provenance: {
+            state: 'failed: could not be signed: no key',
+            fails: 'provenance could not be signed: no key; the tenant requires provenance',
+          },
+        }),
+      want: {
+        writes: HANDED_OVER,
+        status: {
+          state: 'failed',
+          condition: 'False/ProvenanceFailed',
+          failureReason: 'ProvenanceFailed',
+          message: 'provenance could not be signed: no key; the tenant requires provenance',
+          jobName: 'kiln-<id>',
+        },
+        kilnLines: [],
+        record: 'failed ProvenanceFailed',
       },
     },
     'fails with BuildFailed and the termination message when the builder exits non-zero': {

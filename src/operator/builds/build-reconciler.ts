@@ -3,6 +3,7 @@ import type { WaitOutcome } from '../../admission/admission.js';
 import { buildObjectName } from '../../build-methods/job.js';
 import { KubeApiError } from '../../kubernetes/errors.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
+import { type ImageDependency, imageDependency } from '../../provenance/statement.js';
 import type { BuildResource } from '../api/build-resource.js';
 import type { ReconcileResult } from '../runtime/controller.js';
 import { BuildEvents } from './build-events.js';
@@ -259,7 +260,9 @@ export class BuildReconciler {
     }
     const wait = await this.drain(record, outcome, { pod, podSeen });
     if (wait !== undefined) return { requeueAfterMs: wait };
-    const ended = await transition(this.deps.lifecycle, record, () => this.record(record, outcome));
+    const ended = await transition(this.deps.lifecycle, record, () =>
+      this.record(record, outcome, { namespace, job }),
+    );
     return this.ended(key, resource, ended);
   }
 
@@ -359,9 +362,11 @@ export class BuildReconciler {
     }
   }
 
-  private record(record: BuildEntity, outcome: JobOutcome): Promise<BuildEntity> {
+  private record(record: BuildEntity, outcome: JobOutcome, ran: RanJob): Promise<BuildEntity> {
     // completed_at is when the Job ended in the cluster, not this write (maybe long after).
-    if (outcome.kind === 'success') return this.succeed(record, outcome.endedAt, outcome.pushed);
+    if (outcome.kind === 'success') {
+      return this.succeed(record, outcome.endedAt, outcome.pushed, ran);
+    }
     // A termination message holds the last lines of the log: masked like the log.
     const message = this.deps.sink.maskText(record.id, outcome.message);
     return this.deps.lifecycle.fail(record.id, outcome.reason, message, outcome.endedAt);
@@ -377,6 +382,7 @@ export class BuildReconciler {
     record: BuildEntity,
     endedAt: Date | undefined,
     pushed: PushedReport,
+    ran: RanJob,
   ): Promise<BuildEntity> {
     const verdict = await this.deps.artifacts.gate(record);
     if (pushed !== undefined && 'problem' in pushed) {
@@ -389,7 +395,30 @@ export class BuildReconciler {
     }
     // Recorded whatever the verdict: a refused image stays pushed, and users must find it.
     const known = pushed !== undefined && 'digest' in pushed ? pushed : undefined;
-    if (verdict.pass) return this.deps.lifecycle.succeed(record.id, endedAt, known);
+    if (verdict.pass) {
+      // Signed, stored and attached before the success is written: a tenant that requires
+      // provenance gets no successful build without it.
+      const finishedAt = endedAt ?? new Date(this.now());
+      const provenance = await this.deps.provenance.produce({
+        build: record,
+        finishedAt,
+        ...(known === undefined ? {} : { pushed: known }),
+        runner: 'kubernetes',
+        namespace: ran.namespace,
+        images: imagesOf(ran.job),
+        insecureRegistries: this.deps.settings.job.insecureRegistries,
+      });
+      if (provenance.fails !== undefined) {
+        return this.deps.lifecycle.fail(
+          record.id,
+          'ProvenanceFailed',
+          provenance.fails,
+          finishedAt,
+          known,
+        );
+      }
+      return this.deps.lifecycle.succeed(record.id, finishedAt, known, provenance.state);
+    }
     await this.deps.sink.append(record.id, [
       { text: `ERROR: [kiln] ${verdict.message}`, container: 'kiln' },
     ]);
@@ -464,4 +493,25 @@ function jobFinished(job: V1Job): boolean {
   return (job.status?.conditions ?? []).some(
     (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
   );
+}
+
+/** Where a build's Job ran, for its provenance. */
+interface RanJob {
+  readonly namespace: string;
+  readonly job: V1Job | undefined;
+}
+
+/**
+ * The images a build's Job ran, init containers first, each once: the builder and step images
+ * kiln pins by digest (`name@sha256:…`), so its provenance names exactly what built the image.
+ */
+function imagesOf(job: V1Job | undefined): ImageDependency[] {
+  const spec = job?.spec?.template.spec;
+  const images = new Map<string, ImageDependency>();
+  for (const container of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
+    const image = container.image;
+    if (image === undefined || images.has(image)) continue;
+    images.set(image, imageDependency(container.name, image));
+  }
+  return [...images.values()];
 }

@@ -12,6 +12,7 @@ import type { LogSink } from '../../logs/log-sink.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import type { KueueWorkload } from './pod-wait.js';
 import type { SecretSealer } from '../../secrets/secret-sealer.js';
+import type { ProvenanceService } from '../../provenance/provenance.service.js';
 import type { BuildResource } from '../api/build-resource.js';
 import {
   DEFAULT_LOG_FOLLOWER_OPTIONS,
@@ -130,6 +131,8 @@ export interface ReconcilerDeps {
   readonly admission: ReconcilerAdmission;
   readonly caches: ReconcilerCaches;
   readonly artifacts: ReconcilerArtifacts;
+  /** Signs, stores and attaches a successful build's provenance (ProvenanceService). */
+  readonly provenance: Pick<ProvenanceService, 'produce'>;
   /** Unseals build secrets for the build's Secret and the log masker; seals a Build's own. */
   readonly sealer: Pick<SecretSealer, 'sealAll' | 'unsealAll' | 'fingerprint'>;
   /**

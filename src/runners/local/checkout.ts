@@ -35,7 +35,20 @@ export async function checkOut(run: BuildRun, repository: string): Promise<void>
       `cloning ${withoutCredentials(repository)} failed: ${failureMessage(clone.tail, clone.code)}`,
     );
   }
-  if (commit === null) return;
+  if (commit !== null) await checkOutCommit(run, repository, commit);
+  if (run.cancelled) return;
+  // The commit built, as the operator's source container prints it: the build's provenance
+  // reads it from this line of the log (a branch head is known only now).
+  await run.runTool({
+    tool: 'git',
+    args: ['log', '-1', '--format=kiln: checked out %H'],
+    container: 'checkout',
+    cwd: run.source,
+  });
+}
+
+async function checkOutCommit(run: BuildRun, repository: string, commit: string): Promise<void> {
+  const { branch } = run.build.spec.source;
   const checkout = await run.runTool({
     tool: 'git',
     args: ['-c', 'advice.detachedHead=false', 'checkout', commit],

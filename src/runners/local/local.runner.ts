@@ -38,6 +38,7 @@ import { PackExecutor } from './executors/pack.executor.js';
 import { PackerExecutor } from './executors/packer.executor.js';
 import { StepsExecutor } from './executors/steps.executor.js';
 import { Processes } from './processes.js';
+import { type ProvenanceOutcome, ProvenanceService } from '../../provenance/provenance.service.js';
 
 const RUNNER_PREFIX = 'local:';
 /** How long the outcome of a build is retried while the database is unreachable. */
@@ -90,6 +91,7 @@ export class LocalRunner
     private readonly processes: Processes,
     private readonly steps: StepsExecutor,
     private readonly admission: Admission,
+    private readonly provenance: ProvenanceService,
     dockerfile: DockerfileExecutor,
     pack: PackExecutor,
     packer: PackerExecutor,
@@ -298,12 +300,47 @@ export class LocalRunner
       await this.whileDatabaseDown(id, deadline, () => run.say(message, 'ERROR'));
     }
     await this.sink.release(id).catch(() => undefined);
+    if (failure === undefined) {
+      await this.recordSuccess(run, deadline);
+      return;
+    }
     // A build that failed after its push (PolicyViolation, a step) left its image in the
     // registry: recorded either way, so users can find and remove it.
     await this.whileDatabaseDown(id, deadline, () =>
-      failure === undefined
-        ? this.lifecycle.succeed(id, undefined, images)
-        : this.lifecycle.fail(id, failure.reason, failure.message, undefined, images),
+      this.lifecycle.fail(id, failure.reason, failure.message, undefined, images),
+    );
+  }
+
+  /**
+   * Signs, stores and attaches the build's provenance before its success is written: a tenant that
+   * requires provenance gets no successful build without it (ProvenanceFailed). Its `[kiln]`
+   * lines come after the lines the log digest covers, and are released with the build.
+   */
+  private async recordSuccess(run: BuildRun, deadline: number): Promise<void> {
+    const { id } = run.build;
+    const { images } = run;
+    const finishedAt = new Date();
+    const produced = await this.whileDatabaseDown(id, deadline, async () => {
+      const build = await this.lifecycle.find(id);
+      if (build === undefined) return { state: 'failed: the build record is gone' };
+      return this.provenance.produce({
+        build,
+        finishedAt,
+        ...(images === undefined ? {} : { pushed: images }),
+        runner: 'local',
+        namespace: null,
+        images: [],
+        insecureRegistries: this.config.localInsecureRegistries,
+      });
+    });
+    const provenance: ProvenanceOutcome = produced ?? {
+      state: 'failed: the database was unavailable',
+    };
+    await this.sink.release(id).catch(() => undefined);
+    await this.whileDatabaseDown(id, deadline, () =>
+      provenance.fails === undefined
+        ? this.lifecycle.succeed(id, finishedAt, images, provenance.state)
+        : this.lifecycle.fail(id, 'ProvenanceFailed', provenance.fails, finishedAt, images),
     );
   }
 
@@ -387,15 +424,14 @@ export class LocalRunner
   }
 
   /** Runs `write`, again with backoff while the database is unreachable, until `deadline`. */
-  private async whileDatabaseDown(
+  private async whileDatabaseDown<T>(
     buildId: string,
     deadline: number,
-    write: () => Promise<unknown>,
-  ): Promise<void> {
+    write: () => Promise<T>,
+  ): Promise<T | undefined> {
     for (let wait = 250; ; wait = Math.min(wait * 2, OUTCOME_RETRY_MAX_WAIT_MS)) {
       try {
-        await write();
-        return;
+        return await write();
       } catch (error) {
         const unavailable = isDatabaseUnavailable(error);
         if (!unavailable || Date.now() + wait > deadline) {
@@ -405,7 +441,7 @@ export class LocalRunner
               ? 'could not record the end of a local build: the database stayed unreachable'
               : 'could not record the end of a local build',
           );
-          return;
+          return undefined;
         }
         await delay(wait);
       }
