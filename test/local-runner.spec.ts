@@ -9,6 +9,8 @@ import { LogStreamClient } from './support/log-stream-client.js';
 import { LocalRegistry } from './support/registry.js';
 import { processesMentioning } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import type { BuildRun } from '../src/runners/local/build-run.js';
+import { LocalRunner } from '../src/runners/local/local.runner.js';
 
 const BUSYBOX_DOCKERFILE = [
   'FROM scratch',
@@ -213,14 +215,25 @@ describe('the local runner (real buildah, real registry)', () => {
   }
 
   (packerOnPath ? it : it.skip)(
-    `runs a JSON packer template (validate, then build) when packer is installed${
+    `runs a JSON packer template (validate, then build) when packer is installed, keeping what its manifest lists${
       packerOnPath ? '' : ' (skipped: needs `packer` on PATH)'
     }`,
     async () => {
+      // Where the success is recorded, the run holds what packer made, for the provenance.
+      const record = jest.spyOn(
+        LocalRunner.prototype as unknown as {
+          record: (run: BuildRun, ...rest: unknown[]) => Promise<void>;
+        },
+        'record',
+      );
       const manifest = wizardManifest('packer');
       (manifest['build_config'] as Record<string, unknown>)['packer_template'] = JSON.stringify({
-        builders: [{ type: 'null', communicator: 'none' }],
+        builders: [
+          { type: 'null', communicator: 'none' },
+          { type: 'file', name: 'greeting', target: 'greeting.txt', content: 'hello' },
+        ],
         provisioners: [{ type: 'shell-local', inline: ['echo built-by-packer'] }],
+        'post-processors': [{ type: 'manifest', output: 'build-manifest.json' }],
       });
       const response = await admin.request('POST', '/builds', {
         tenant_id: seeded.tenantA,
@@ -231,10 +244,23 @@ describe('the local runner (real buildah, real registry)', () => {
       await admin.request('POST', `/builds/${data.id}/start`);
 
       const build = await finished(data.id);
+      const packer = record.mock.calls.find(([run]) => run.build.id === data.id)?.[0].packer;
+      record.mockRestore();
 
       expect(build).toMatchObject({ status: 'success' });
-      expect((await logsOf(data.id)).map((l: any) => l.message).join('\n')).toContain(
-        'built-by-packer',
+      const messages = (await logsOf(data.id)).map((l: any) => l.message);
+      expect(messages.join('\n')).toContain('built-by-packer');
+      // packer runs the two builds at once: their order in the manifest is the order they ended.
+      expect(packer?.artifacts).toEqual(
+        expect.arrayContaining([
+          { name: 'null', builderType: 'null', artifactId: 'Null' },
+          { name: 'greeting', builderType: 'file', artifactId: 'File' },
+        ]),
+      );
+      expect(packer?.artifacts).toHaveLength(2);
+      expect(packer?.manifestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(messages).toContain(
+        `[kiln] packer's manifest build-manifest.json names 2 artifacts (${packer?.manifestDigest})`,
       );
     },
   );

@@ -1,5 +1,5 @@
 import type { V1Container, V1Job, V1Secret } from '@kubernetes/client-node';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { IMAGE_PLACEHOLDER } from '../src/manifest/tool-commands.js';
@@ -13,6 +13,7 @@ import { BUILD_SECRETS_DIR, OUT_DIR } from '../src/build-methods/job.js';
 import { PACKER_IMAGE } from '../src/build-methods/packer.js';
 import { paketoBuilderImage } from '../src/build-methods/paketo.js';
 import { STEP_SCRIPT } from '../src/build-methods/steps.js';
+import { BuildReconciler } from '../src/operator/builds/build-reconciler.js';
 import { runStep } from '../src/steps/run-step.js';
 import { wizardManifest } from './support/builds.js';
 import { jsonOf } from './support/http.js';
@@ -225,10 +226,18 @@ function kilnSteps(world: World): ContainerScript {
           : context.env;
       const messagePath = env['KILN_TERMINATION_MESSAGE_PATH'];
       const messageFile = messagePath === undefined ? undefined : hostPath(context, messagePath);
-      const exitCode = await runStep(context.args, {
+      // packer-manifest is given the template's and packer's paths in the pod; it mounts no OUT_DIR.
+      const [step, ...rest] = context.args;
+      const args =
+        step === 'packer-manifest'
+          ? [step, ...rest.map((path) => hostPath(context, path))]
+          : context.args;
+      const exitCode = await runStep(args, {
         env: {
           ...env,
-          KILN_STEP_OUT_DIR: hostPath(context, OUT_DIR),
+          ...(context.mounts[OUT_DIR] === undefined
+            ? {}
+            : { KILN_STEP_OUT_DIR: hostPath(context, OUT_DIR) }),
           ...(messageFile === undefined ? {} : { KILN_TERMINATION_MESSAGE_PATH: messageFile }),
         },
         print: (line) => lines.push(line),
@@ -247,7 +256,10 @@ describe('the steps after the image, through the operator', () => {
     });
   });
 
-  afterEach(() => ground.reset());
+  afterEach(() => {
+    jest.restoreAllMocks();
+    return ground.reset();
+  });
 
   afterAll(() => ground.close());
 
@@ -274,18 +286,24 @@ describe('the steps after the image, through the operator', () => {
     repository?: string,
   ): Promise<string> {
     const manifest = wizardManifest(method);
-    Object.assign(manifest['build_config'] as Record<string, unknown>, buildConfig, {
-      ...(repository === undefined ? {} : { registry_repository: repository }),
-      ...(method === 'paketo'
-        ? { paketo_config: { builder: PAKETO_BUILDER, buildpacks: [] } }
-        : {}),
-      ...(method === 'packer'
-        ? // The wizard's docker builder needs a daemon a build pod does not have.
-          {
-            packer_template: JSON.stringify({ builders: [{ type: 'null', communicator: 'none' }] }),
-          }
-        : {}),
-    });
+    Object.assign(
+      manifest['build_config'] as Record<string, unknown>,
+      {
+        ...(method === 'paketo'
+          ? { paketo_config: { builder: PAKETO_BUILDER, buildpacks: [] } }
+          : {}),
+        ...(method === 'packer'
+          ? // The wizard's docker builder needs a daemon a build pod does not have.
+            {
+              packer_template: JSON.stringify({
+                builders: [{ type: 'null', communicator: 'none' }],
+              }),
+            }
+          : {}),
+      },
+      buildConfig,
+      repository === undefined ? {} : { registry_repository: repository },
+    );
     const created = await ground.admin.request('POST', '/builds', {
       tenant_id: ground.seeded.tenantA,
       project_id: ground.seeded.projectA,
@@ -434,21 +452,116 @@ describe('the steps after the image, through the operator', () => {
     },
   );
 
-  it('a packer build pushes no image: it succeeds with no steps and says why', async () => {
-    ground.cluster.kubelet.script(PACKER_IMAGE, { lines: ['==> null: Running builder'] });
+  /**
+   * packer as its manifest post-processor works: reads the template from the ConfigMap's mount,
+   * and writes one build per builder of this run, appended to the `output` (packer's default
+   * file when none) in packer's working directory, as packer 1.6.6 formats it.
+   */
+  const fakePacker: ContainerScript = {
+    lines: ['==> null: Running builder'],
+    run: guarded((context) => {
+      if (context.container !== 'build') return { lines: [] };
+      const template = JSON.parse(
+        readFileSync(hostPath(context, '/kiln/dockerfile/template.json'), 'utf8'),
+      ) as {
+        builders: Array<{ type: string }>;
+        'post-processors'?: Array<{ type: string; output?: string }>;
+      };
+      const manifest = (template['post-processors'] ?? []).find((p) => p.type === 'manifest');
+      if (manifest === undefined) return { lines: ['==> Builds finished.'] };
+      const run = randomBytes(16).toString('hex');
+      const builds = template.builders.map((builder) => ({
+        name: builder.type,
+        builder_type: builder.type,
+        build_time: 1795869700,
+        files: null,
+        artifact_id: builder.type === 'null' ? 'Null' : 'File',
+        packer_run_uuid: run,
+        custom_data: null,
+      }));
+      const file = `/workspace/source/${manifest.output ?? 'packer-manifest.json'}`;
+      const written = JSON.stringify({ builds, last_run_uuid: run }, null, 2);
+      write(context, file, written);
+      packerManifests.set(context.pod, Buffer.from(written));
+      return { lines: ['==> null: Running post-processor: manifest'] };
+    }),
+  };
+  /** What the fake packer wrote as its manifest, by pod. */
+  const packerManifests = new Map<string, Buffer>();
+
+  /**
+   * What the recorded success of build `id` was handed of packer's manifest: the reconciler's
+   * `succeed`, where the build's provenance reads what packer made.
+   */
+  const packerHandedTo = (
+    succeed: jest.SpiedFunction<(...args: unknown[]) => unknown>,
+    id: string,
+  ): unknown => succeed.mock.calls.find(([record]) => (record as { id: string }).id === id)?.[3];
+  const spyOnSucceed = () =>
+    jest.spyOn(
+      BuildReconciler.prototype as unknown as { succeed: (...args: unknown[]) => unknown },
+      'succeed',
+    );
+
+  it('a packer build pushes no image: packer-manifest follows packer and hands the success what the manifest lists', async () => {
+    ground.cluster.kubelet.script(PACKER_IMAGE, fakePacker);
+    script({ repository: 'registry.example.com/team/unused' });
+    const succeed = spyOnSucceed();
+    await stepsOperator();
+
+    const id = await started('packer', {
+      packer_template: JSON.stringify({
+        builders: [{ type: 'null', communicator: 'none' }],
+        'post-processors': [{ type: 'manifest', output: 'out/manifest.json' }],
+      }),
+    });
+    await endedAs(id, 'success');
+    const pod = ground.jobOf(id)!.spec!.template.spec!;
+    expect(names(pod.initContainers)).toEqual(['source', 'packer-validate', 'build']);
+    expect(names(pod.containers)).toEqual(['packer-manifest']);
+    const manifest = packerManifests.get(ground.podOf(id)?.metadata?.name ?? '');
+    expect(manifest).toBeDefined();
+    const digest = `sha256:${createHash('sha256').update(manifest!).digest('hex')}`;
+    const lines = await ground.storedLines(id);
+    expect(linesOf(lines, 'packer-manifest').map((l) => l.message)).toEqual([
+      `kiln: packer's manifest out/manifest.json names 1 artifact (${digest})`,
+    ]);
+    expect(packerHandedTo(succeed, id)).toEqual({
+      kind: 'artifacts',
+      artifacts: {
+        manifestDigest: digest,
+        artifacts: [{ name: 'null', builderType: 'null', artifactId: 'Null' }],
+      },
+    });
+    const kiln = linesOf(lines, 'kiln').map((l) => l.message);
+    expect(kiln).toContain(
+      '[kiln] the SBOM (syft) and scan (trivy) steps are skipped: this build pushes no image to describe or scan',
+    );
+    expect(kiln.filter((line) => /manifest/.test(line))).toEqual([]);
+    expect((await get(id, 'sbom')).status).toBe(404);
+    expect((await get(id, 'scan')).status).toBe(404);
+  });
+
+  it('a packer build whose template has no manifest post-processor says so once, at the end of its log', async () => {
+    ground.cluster.kubelet.script(PACKER_IMAGE, fakePacker);
+    script({ repository: 'registry.example.com/team/unused' });
+    const succeed = spyOnSucceed();
     await stepsOperator();
 
     const id = await started('packer');
     await endedAs(id, 'success');
-    const pod = ground.jobOf(id)!.spec!.template.spec!;
-    expect(names(pod.initContainers)).toEqual(['source', 'packer-validate']);
-    expect(names(pod.containers)).toEqual(['build']);
-    const kiln = linesOf(await ground.storedLines(id), 'kiln').map((l) => l.message);
-    expect(kiln).toContain(
-      '[kiln] the SBOM (syft) and scan (trivy) steps are skipped: this build pushes no image to describe or scan',
-    );
-    expect((await get(id, 'sbom')).status).toBe(404);
-    expect((await get(id, 'scan')).status).toBe(404);
+    const lines = await ground.storedLines(id);
+    const note =
+      '[kiln] the template has no manifest post-processor; provenance names no artifacts';
+    expect(lines.filter((l) => l.message === note)).toHaveLength(1);
+    // After every line of the pod: the operator says it once the build's log is stored.
+    const last = lines.findLastIndex((l) => l.metadata?.['container'] !== 'kiln');
+    expect(lines.findIndex((l) => l.message === note)).toBeGreaterThan(last);
+    expect(linesOf(lines, 'packer-manifest')).toEqual([]);
+    expect(packerHandedTo(succeed, id)).toEqual({
+      kind: 'none',
+      reason: 'the template has no manifest post-processor; provenance names no artifacts',
+    });
   });
 
   it('a HIGH finding fails a build whose scan policy is fail_on high: PolicyViolation, the image stays pushed', async () => {

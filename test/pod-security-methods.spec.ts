@@ -160,7 +160,8 @@ const PROFILES: Readonly<Record<MethodName, MethodProfile>> = {
     builderSecurityContext: PACKER_SECURITY_CONTEXT,
     builderContainers: [BUILDER_CONTAINER, 'packer-init', 'packer-validate'],
     podSecurityContext: RUNTIME_DEFAULT,
-    // packer pushes no image (no steps) and drops the credentials volume jobOf would add.
+    // packer pushes no image (its one step reads what packer made, with no scratch of its own)
+    // and drops the credentials volume jobOf would add.
     volumes: {
       workspace: 'emptyDir',
       'source-tmp': 'emptyDir',
@@ -274,7 +275,11 @@ function shellScripts(container: V1Container): string[] {
 function allowedCommands(profile: MethodProfile, name: string): ReadonlyArray<readonly string[]> {
   if (name === SOURCE_CONTAINER) return [SOURCE_COMMAND];
   if (profile.builderContainers.includes(name)) return [profile.builderCommand];
-  if (name === STEP_CONTAINERS.imageRef || name === STEP_CONTAINERS.upload) {
+  if (
+    name === STEP_CONTAINERS.imageRef ||
+    name === STEP_CONTAINERS.upload ||
+    name === STEP_CONTAINERS.packerManifest
+  ) {
     return [KILN_STEP_COMMAND];
   }
   // The SBOM and scan steps run STEP_SCRIPT in the chosen tool's shell.
@@ -634,7 +639,7 @@ describe('Pod security per build method (POD-01, POD-02)', () => {
     expect(stated).toEqual(Object.fromEntries(METHOD_NAMES.map((m) => [m, PROFILES[m].level])));
   });
 
-  it('renders a Job of every method with the steps off and on, with step containers wherever an image is pushed', () => {
+  it('renders a Job of every method with the steps off and on, with step containers once they are on', () => {
     const summary = METHOD_NAMES.map((method) => {
       const jobs = (stepsOn: boolean) =>
         JOBS.filter((rendered) => rendered.method === method && rendered.stepsOn === stepsOn);
@@ -648,13 +653,13 @@ describe('Pod security per build method (POD-01, POD-02)', () => {
       };
     });
 
-    // packer pushes no image, so it never has steps; every other method has them once they are on.
+    // packer pushes no image: its one step, packer-manifest, reads what packer made instead.
     expect(summary).toEqual(
       METHOD_NAMES.map((method) => ({
         method,
         jobsWithStepsOff: true,
         stepContainersWithStepsOff: false,
-        stepContainersWithStepsOn: method !== 'packer',
+        stepContainersWithStepsOn: true,
       })),
     );
   });

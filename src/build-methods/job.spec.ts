@@ -374,6 +374,66 @@ describe(jobOf.name, () => {
   });
 });
 
+describe('jobOf with the packer-manifest step', () => {
+  const spec = specOf('kaniko', { dockerfile: 'FROM scratch\n' });
+  const STEP_IMAGE = `registry.example.com/kiln/kiln@sha256:${'5'.repeat(64)}`;
+  const plan: JobPlan = {
+    builder: {
+      image: KANIKO_IMAGE,
+      command: ['/bin/true'],
+      args: [],
+      env: [],
+      securityContext: { runAsUser: 1000 },
+      dockerConfigDir: '/docker',
+    },
+    files: { 'template.json': '{}' },
+    fileMounts: [{ key: 'template.json', mountPath: '/workspace/source/template.json' }],
+    notes: [],
+    buildSecretKeys: ['build-secret.npm'],
+    scratchVolumes: [{ name: 'home', mountPath: '/home/packer' }],
+    packerManifest: { template: '/kiln/dockerfile/template.json', workingDir: '/workspace/source' },
+  };
+  const context: JobContext = {
+    ...jobContext,
+    settings: {
+      ...DEFAULT_JOB_SETTINGS,
+      steps: { ...DEFAULT_JOB_SETTINGS.steps, kilnImage: STEP_IMAGE },
+    },
+    credentialsSecret: 'registry-push',
+    buildSecretName: 'kiln-b1',
+  };
+
+  it('gives the step read-only copies of the builder’s mounts, without Secrets or subPath files', () => {
+    const translation = jobOf(spec, context, plan);
+    if (translation.kind !== 'job') throw new Error(translation.reason);
+    const pod = translation.job.spec!.template.spec!;
+
+    expect(pod.initContainers?.map((container) => container.name)).toEqual(['source', 'build']);
+    expect(pod.containers.map((container) => container.name)).toEqual(['packer-manifest']);
+    expect(pod.containers[0]?.volumeMounts).toEqual([
+      { name: 'workspace', mountPath: '/workspace', readOnly: true },
+      { name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true },
+      { name: 'home', mountPath: '/home/packer', readOnly: true },
+    ]);
+    // The builder keeps its Secrets; the step reads none of the build Secret's keys.
+    expect(pod.initContainers?.[1]?.volumeMounts?.map((mount) => mount.name)).toEqual(
+      expect.arrayContaining(['registry-credentials', 'build-secrets']),
+    );
+    expect(translation.secretKeys).toEqual(['build-secret.npm']);
+    expect(hardeningProblems(translation.job)).toEqual([]);
+  });
+
+  it('runs no step without kiln’s image, and says what that costs', () => {
+    const translation = jobOf(spec, { ...context, settings: DEFAULT_JOB_SETTINGS }, plan);
+    if (translation.kind !== 'job') throw new Error(translation.reason);
+
+    expect(translation.job.spec!.template.spec!.containers.map((c) => c.name)).toEqual(['build']);
+    expect(translation.notes).toContain(
+      "packer's manifest is not read: the operator has no KILN_STEP_IMAGE, so provenance names no artifacts",
+    );
+  });
+});
+
 describe('jobOf for registry_type s3', () => {
   const KILN_IMAGE = `registry.example.com/kiln@sha256:${'5'.repeat(64)}`;
   const STEPS_ON = {

@@ -178,6 +178,12 @@ export interface JobPlan {
    */
   readonly ociLayout?: OciLayoutOutput;
   /**
+   * Set by packer: the packer-manifest step follows the builder (steps.ts), reading `template`
+   * and the manifest the template writes relative to `workingDir`, through read-only copies of
+   * the builder's mounts that are not Secrets.
+   */
+  readonly packerManifest?: { readonly template: string; readonly workingDir: string };
+  /**
    * Why the builder cannot run in a user namespace: with `settings.userNamespaces` its pod then
    * keeps the node's user ids, and the build log says why. Absent: it can, and does when asked.
    */
@@ -307,6 +313,10 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
     pushed: plan.pushedImage,
     ociLayout: plan.ociLayout,
     s3: context.s3,
+    packerManifest:
+      plan.packerManifest === undefined
+        ? undefined
+        : { ...plan.packerManifest, mounts: readOnlyMounts(builderMounts, volumes) },
     buildSecretName: context.buildSecretName,
     credentialsSecretVolume: credentials === undefined ? undefined : VOLUME.credentials,
     insecureRegistries: settings.insecureRegistries,
@@ -334,7 +344,10 @@ export function jobOf(spec: BuildSpec, context: JobContext, plan: JobPlan): JobT
   if (steps.kind === 'steps') {
     initContainers.push(builder, ...steps.initContainers);
     containers = [...steps.containers];
-    volumes.push({ name: VOLUME.stepTmp, emptyDir: {} });
+    const stepContainers = [...steps.initContainers, ...steps.containers];
+    if (stepContainers.some((c) => c.volumeMounts?.some((m) => m.name === VOLUME.stepTmp))) {
+      volumes.push({ name: VOLUME.stepTmp, emptyDir: {} });
+    }
   }
   const secretKeys = jobSecretKeys(context, plan, repository !== null, credentials, steps);
 
@@ -461,6 +474,17 @@ function builderVolumes(
     builderMounts.push({ name: scratch.name, mountPath: scratch.mountPath });
   }
   return { volumes, builderMounts };
+}
+
+/** Read-only copies of `mounts` whole volumes that are not Secrets (for a step to read). */
+function readOnlyMounts(
+  mounts: readonly V1VolumeMount[],
+  volumes: readonly V1Volume[],
+): V1VolumeMount[] {
+  const secrets = new Set(volumes.filter((v) => v.secret !== undefined).map((v) => v.name));
+  return mounts
+    .filter((mount) => mount.subPath === undefined && !secrets.has(mount.name))
+    .map((mount) => ({ name: mount.name, mountPath: mount.mountPath, readOnly: true }));
 }
 
 function builderContainer(

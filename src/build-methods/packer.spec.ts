@@ -10,6 +10,7 @@ import {
   type JobTranslation,
   SOURCE_SCRIPT,
 } from './job.js';
+import { STEP_SECURITY_CONTEXT } from './steps.js';
 import {
   packer,
   PACKER_IMAGE,
@@ -112,6 +113,17 @@ const DOCUMENTED_FLAGS: Record<string, RegExp> = {
 
 /** jobOf's own line for a build that pushes nothing while it names SBOM and scan tools. */
 const SKELETON_STEPS_NOTE = expect.stringMatching(/SBOM \(syft\).*scan \(trivy\)/);
+/** Without kiln's step image, nothing reads packer's manifest. */
+const NO_MANIFEST_STEP_NOTE =
+  "packer's manifest is not read: the operator has no KILN_STEP_IMAGE, so provenance names no artifacts";
+const STEP_IMAGE = `registry.example.com/kiln/kiln@sha256:${'5'.repeat(64)}`;
+/** An operator that runs kiln's steps. */
+const withSteps: Partial<JobContext> = {
+  settings: {
+    ...DEFAULT_JOB_SETTINGS,
+    steps: { ...DEFAULT_JOB_SETTINGS.steps, kilnImage: STEP_IMAGE },
+  },
+};
 
 const BIG_TEMPLATE = `# é\n${'#'.repeat(1_000_000)}\nsource "null" "x" {\n}\n`;
 
@@ -130,12 +142,9 @@ function jobOfTranslation(translation: JobTranslation): V1Job {
   return translation.job;
 }
 
-/** The init containers after `source`, then the builder: packer's steps, in order. */
+/** The containers running packer (init, validate, then the builder), in order. */
 function packerSteps(job: V1Job): V1Container[] {
-  const pod = job.spec?.template.spec;
-  return [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].filter(
-    (container) => container.name !== 'source',
-  );
+  return containersOf(job).filter((container) => container.image === PACKER_IMAGE);
 }
 
 function containersOf(job: V1Job): V1Container[] {
@@ -210,6 +219,7 @@ describe('packer.jobSpec', () => {
     expect(translation.kind === 'job' && translation.notes).toEqual([
       PACKER_NOTES.noImage,
       SKELETON_STEPS_NOTE,
+      NO_MANIFEST_STEP_NOTE,
     ]);
     expect(job.spec?.activeDeadlineSeconds).toBe(5400);
   });
@@ -225,6 +235,105 @@ describe('packer.jobSpec', () => {
     const translation = packer.jobSpec(specOf({ packer_template: HCL_TEMPLATE }), jobContext);
 
     expect(JSON.parse(JSON.stringify(translation))).toEqual(translation);
+  });
+
+  it('with kiln’s step image, runs packer as an init container and then packer-manifest, which reads the template and the checkout read-only', () => {
+    const spec = specOf({ packer_template: JSON_TEMPLATE });
+
+    const translation = packer.jobSpec(spec, { ...jobContext, ...withSteps });
+    const pod = jobOfTranslation(translation).spec?.template.spec;
+
+    expect(pod?.initContainers?.map((container) => container.name)).toEqual([
+      'source',
+      'packer-validate',
+      'build',
+    ]);
+    expect(pod?.initContainers?.[2]?.workingDir).toBe('/workspace/source');
+    expect(pod?.containers).toEqual([
+      {
+        name: 'packer-manifest',
+        image: STEP_IMAGE,
+        imagePullPolicy: 'IfNotPresent',
+        command: ['/nodejs/bin/node', 'dist/steps/step-main.js'],
+        args: ['packer-manifest', '/kiln/dockerfile/template.json', '/workspace/source'],
+        workingDir: '/app',
+        env: [
+          { name: 'KILN_STEP_OUT_DIR', value: '/kiln/out' },
+          { name: 'KILN_TERMINATION_MESSAGE_PATH', value: '/dev/termination-log' },
+        ],
+        resources: {
+          requests: { cpu: '250m', memory: '512Mi', 'ephemeral-storage': '1Gi' },
+          limits: { cpu: '1', memory: '2Gi', 'ephemeral-storage': '4Gi' },
+        },
+        securityContext: STEP_SECURITY_CONTEXT,
+        terminationMessagePolicy: 'FallbackToLogsOnError',
+        terminationMessagePath: '/dev/termination-log',
+        // packer's mounts, read-only; not the template's subPath mount, which shows nothing of
+        // the ConfigMap through the workspace volume.
+        volumeMounts: [
+          { name: 'workspace', mountPath: '/workspace', readOnly: true },
+          { name: 'dockerfile', mountPath: '/kiln/dockerfile', readOnly: true },
+          ...PACKER_MOUNTS.map((mount) => ({ ...mount, readOnly: true })),
+        ],
+      },
+    ]);
+    // No volume the step does not mount (the SBOM and scan tools' scratch).
+    expect(pod?.volumes?.map((volume) => volume.name)).toEqual([
+      'workspace',
+      'source-tmp',
+      'dockerfile',
+      'packer-home',
+      'packer-plugins',
+      'packer-tmp',
+    ]);
+    expect(translation.kind === 'job' && translation.notes).toEqual([
+      PACKER_NOTES.noImage,
+      PACKER_NOTES.jsonInit,
+      SKELETON_STEPS_NOTE,
+    ]);
+  });
+
+  it('without a repository, packer-manifest reads from packer’s home, where packer ran', () => {
+    const spec = specOf({ packer_template: HCL_TEMPLATE }, {}, withoutRepository);
+
+    const pod = jobOfTranslation(packer.jobSpec(spec, { ...jobContext, ...withSteps })).spec
+      ?.template.spec;
+
+    expect(pod?.initContainers?.map((container) => container.name)).toEqual([
+      'packer-init',
+      'packer-validate',
+      'build',
+    ]);
+    expect(pod?.containers?.map((container) => [container.name, container.args])).toEqual([
+      [
+        'packer-manifest',
+        ['packer-manifest', '/kiln/dockerfile/template.pkr.hcl', '/kiln/packer/home'],
+      ],
+    ]);
+    expect(pod?.containers?.[0]?.volumeMounts?.map((mount) => mount.mountPath)).toEqual([
+      '/kiln/dockerfile',
+      '/kiln/packer/home',
+      '/kiln/packer/plugins',
+      '/tmp',
+    ]);
+  });
+
+  it('gives packer-manifest no mount of the registry credentials packer does not get either', () => {
+    const spec = specOf({ packer_template: HCL_TEMPLATE }, {}, withoutRegistry);
+    const context = { ...jobContext, ...withSteps, credentialsSecret: `kiln-${BUILD_ID}-registry` };
+
+    const pod = jobOfTranslation(packer.jobSpec(spec, context)).spec?.template.spec;
+    const volumes = new Set(pod?.volumes?.map((volume) => volume.name));
+    const step = pod?.containers?.find((container) => container.name === 'packer-manifest');
+
+    expect(step?.volumeMounts?.map((mount) => mount.name)).toEqual([
+      'workspace',
+      'dockerfile',
+      'packer-home',
+      'packer-plugins',
+      'packer-tmp',
+    ]);
+    expect(step?.volumeMounts?.filter((mount) => !volumes.has(mount.name))).toEqual([]);
   });
 
   it.each<{
@@ -416,6 +525,7 @@ describe('packer.jobSpec', () => {
     expect(translation.kind === 'job' && translation.notes).toEqual([
       ...notes,
       SKELETON_STEPS_NOTE,
+      NO_MANIFEST_STEP_NOTE,
     ]);
   });
 
@@ -470,6 +580,11 @@ describe('every packer Job', () => {
       'a build with credentials and a service account',
       specOf({ packer_template: HCL_TEMPLATE }),
       { credentialsSecret: 'push', settings: { ...DEFAULT_JOB_SETTINGS, serviceAccountName: 'b' } },
+    ],
+    [
+      'a build whose manifest the packer-manifest step reads',
+      specOf({ packer_template: JSON_TEMPLATE, variables: { region: user.arg } }),
+      { ...withSteps, credentialsSecret: 'push' },
     ],
   ];
 

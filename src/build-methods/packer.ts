@@ -164,6 +164,8 @@ export const PACKER_NOTES = {
  * all in the same image with the same mounts, resources and security context. No shell: each
  * variable is one argv element after `-var`. Packer reads the build's environment and build args
  * from its own environment (as under the local runner); kiln's own settings win over them.
+ * After packer, the packer-manifest step (steps.ts) reads what the template's manifest
+ * post-processor wrote, for the build's provenance.
  */
 export function packerJob(spec: BuildSpec, context: JobContext): JobTranslation {
   const packerPlan = plan(spec);
@@ -213,6 +215,7 @@ export function packerJob(spec: BuildSpec, context: JobContext): JobTranslation 
     '-var',
     `${name}=${value}`,
   ]);
+  const workingDir = inCheckout ? SOURCE_DIR : PACKER_VOLUMES.home.mountPath;
   const translation = jobOf(spec, context, {
     builder: {
       image: PACKER_IMAGE,
@@ -227,12 +230,18 @@ export function packerJob(spec: BuildSpec, context: JobContext): JobTranslation 
     fileMounts: inCheckout ? [{ key: packerPlan.templateFile, mountPath: template }] : [],
     notes,
     scratchVolumes: Object.values(PACKER_VOLUMES),
+    // The step reads the template from the ConfigMap: in the checkout it is a subPath mount.
+    packerManifest: { template: `${FILES_DIR}/${packerPlan.templateFile}`, workingDir },
   });
   if (translation.kind !== 'job') return translation;
 
-  // jobOf builds one builder container; packer's init and validate steps are copies of it.
+  // jobOf builds one builder container (an init container when the packer-manifest step follows
+  // it); packer's init and validate steps are copies of it, run before it.
   const pod = translation.job.spec?.template.spec;
-  const builder = pod?.containers.find((container) => container.name === BUILDER_CONTAINER);
+  const initContainers = pod?.initContainers ?? [];
+  const builder = [...initContainers, ...(pod?.containers ?? [])].find(
+    (container) => container.name === BUILDER_CONTAINER,
+  );
   if (pod === undefined || builder === undefined) return translation;
   const credentials = builder.volumeMounts?.find(
     (mount) => mount.mountPath === UNUSED_DOCKER_CONFIG,
@@ -241,18 +250,22 @@ export function packerJob(spec: BuildSpec, context: JobContext): JobTranslation 
     builder.volumeMounts = builder.volumeMounts?.filter((mount) => mount !== credentials);
     pod.volumes = pod.volumes?.filter((volume) => volume.name !== credentials.name);
   }
-  builder.workingDir = inCheckout ? SOURCE_DIR : PACKER_VOLUMES.home.mountPath;
+  builder.workingDir = workingDir;
 
   const step = (name: string, args: string[]): V1Container => ({
     ...structuredClone(builder),
     name,
     args,
   });
-  pod.initContainers = [
-    ...(pod.initContainers ?? []),
+  const steps = [
     ...(hcl2 ? [step('packer-init', ['init', template])] : []),
     step('packer-validate', ['validate', ...vars, template]),
   ];
+  const at = initContainers.indexOf(builder);
+  pod.initContainers =
+    at === -1
+      ? [...initContainers, ...steps]
+      : [...initContainers.slice(0, at), ...steps, ...initContainers.slice(at)];
   return translation;
 }
 

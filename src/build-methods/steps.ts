@@ -10,14 +10,18 @@ import type {
 import type { PushedImageFormat } from '../manifest/formats.js';
 import type { OciLayoutFormat } from '../manifest/formats.js';
 import type { BuildSpec } from '../manifest/build-spec.js';
-import { SCAN_COMMANDS } from '../manifest/tool-commands.js';
-import { SBOM_COMMANDS } from '../manifest/tool-commands.js';
-import {
-  CLAIR_URL_PLACEHOLDER,
-  OUTPUT_PLACEHOLDER,
-  type ToolCommand,
-} from '../manifest/tool-commands.js';
 import type { SbomTool, ScanTool } from '../manifest/types.js';
+import {
+  type ScanSettings,
+  sbomTool,
+  scanTool,
+  STEP_SHELLS,
+  type StepTool,
+  type Tool,
+} from './step-tools.js';
+
+// How each tool runs belongs to step-tools.ts; the local runner and the tests import it from here.
+export { type ScanSettings, sbomTool, scanTool, STEP_SHELLS, type StepTool } from './step-tools.js';
 
 /**
  * The steps after the image inside a build's pod (docs/adr/0019-build-steps-and-artifacts.md).
@@ -40,6 +44,10 @@ import type { SbomTool, ScanTool } from '../manifest/types.js';
  * under OUT_DIR, and the pod's one container is `s3-upload` (kiln's image), which uploads it to
  * the tenant's bucket and reports the digest and `s3://` address as image-ref does. The SBOM and
  * scan steps read the image from a registry, so they do not run for such a build.
+ *
+ * A packer build pushes nothing either: its pod's one container after packer is
+ * `packer-manifest` (kiln's image), which reads the file the template's manifest post-processor
+ * wrote and tells the operator what it lists, for the build's provenance.
  */
 
 /** The shared directory of the steps (an emptyDir): builder output, image, sbom.json, scan.json. */
@@ -59,6 +67,7 @@ export const STEP_CONTAINERS = {
   scan: 'scan',
   upload: 'upload',
   s3Upload: 's3-upload',
+  packerManifest: 'packer-manifest',
 } as const;
 
 /** Keys of the build's Secret the upload step reads its tokens from. */
@@ -100,109 +109,8 @@ export const STEP_SCRIPT = [
   'exit 0',
 ].join('\n');
 
-/** How one tool is run in its container: its argv (`@IMAGE@` marks the reference) and more. */
-export interface StepTool {
-  readonly argv: readonly string[];
-  /** The tool writes its document to stdout (the script redirects it to the output file). */
-  readonly stdout: boolean;
-  /** An exit code besides 0 that still means "done" (snyk exits 1 when it found something). */
-  readonly okExit?: number;
-  /** Extra environment (e.g. to reach plain-HTTP registries). */
-  readonly env?: Readonly<Record<string, string>>;
-}
-
-type Tool = SbomTool | ScanTool;
-
-/**
- * Each tool's shell and binary in its image (docs/adr/0019): the distroless `-debug` images of
- * syft and grype keep busybox under /busybox (no /bin/sh) and the binary at /syft or /grype, off
- * PATH; trivy's and snyk's images are alpine/ubuntu with /bin/sh and the binary on PATH; Clair's
- * image is ubi-minimal with clairctl on PATH.
- */
-export const STEP_SHELLS: Readonly<Record<Tool, { shell: string; binary: string }>> = {
-  syft: { shell: '/busybox/sh', binary: '/syft' },
-  grype: { shell: '/busybox/sh', binary: '/grype' },
-  trivy: { shell: '/bin/sh', binary: 'trivy' },
-  clair: { shell: '/bin/sh', binary: 'clairctl' },
-  snyk: { shell: '/bin/sh', binary: 'snyk' },
-};
-
-/** A command table entry with its placeholders filled in for a build's pod. */
-function fill(
-  tool: Tool,
-  command: ToolCommand,
-  output: string,
-  clairUrl: string | undefined,
-): StepTool {
-  const argv = command.argv.map((arg, index) =>
-    index === 0
-      ? STEP_SHELLS[tool].binary
-      : arg
-          .replaceAll(OUTPUT_PLACEHOLDER, output)
-          .replaceAll(CLAIR_URL_PLACEHOLDER, clairUrl ?? ''),
-  );
-  const okExit = command.okExitCodes.find((code) => code !== 0);
-  return { argv, stdout: command.stdout, ...(okExit === undefined ? {} : { okExit }) };
-}
-
-/**
- * How each tool reaches a registry over plain HTTP or with unverified TLS (the settings'
- * insecureRegistries): syft's and grype's `*_REGISTRY_INSECURE_USE_HTTP` and
- * `*_REGISTRY_INSECURE_SKIP_TLS_VERIFY`, trivy's `--insecure`. clairctl and snyk have none.
- */
-function insecure(tool: Tool, step: StepTool): StepTool {
-  switch (tool) {
-    case 'syft':
-    case 'grype': {
-      const prefix = tool.toUpperCase();
-      return {
-        ...step,
-        env: {
-          [`${prefix}_REGISTRY_INSECURE_USE_HTTP`]: 'true',
-          [`${prefix}_REGISTRY_INSECURE_SKIP_TLS_VERIFY`]: 'true',
-        },
-      };
-    }
-    case 'trivy':
-      return { ...step, argv: [...step.argv.slice(0, -1), '--insecure', ...step.argv.slice(-1)] };
-    case 'clair':
-    case 'snyk':
-      return step;
-  }
-}
-
-/**
- * The SBOM tool's command (SBOM_COMMANDS). `out` is where the document goes: the pod's shared
- * directory, or a local build's own directory.
- */
-export function sbomTool(
-  tool: SbomTool,
-  insecureRegistry: boolean,
-  out = `${OUT_DIR}/sbom.json`,
-): StepTool {
-  const step = fill(tool, SBOM_COMMANDS[tool], out, undefined);
-  return insecureRegistry ? insecure(tool, step) : step;
-}
-
-/** The scanner's command in a build's pod (SCAN_COMMANDS), or why it cannot run. */
-export function scanTool(
-  tool: ScanTool,
-  insecureRegistry: boolean,
-  settings: StepSettings,
-  out = `${OUT_DIR}/scan.json`,
-): StepTool | { skip: string } {
-  if (tool === 'clair' && settings.clairUrl === undefined) {
-    return { skip: 'the clair scan is skipped: the operator has no KILN_CLAIR_URL' };
-  }
-  if (tool === 'snyk' && settings.snykToken === undefined) {
-    return { skip: 'the snyk scan is skipped: the operator has no KILN_SNYK_TOKEN_SECRET' };
-  }
-  const step = fill(tool, SCAN_COMMANDS[tool], out, settings.clairUrl);
-  return insecureRegistry ? insecure(tool, step) : step;
-}
-
 /** What the operator configures for the steps (KILN_STEP_*; see src/config). */
-export interface StepSettings {
+export interface StepSettings extends ScanSettings {
   /** kiln's own image (node, dist/steps/step-main.js), pinned by digest; none: no steps. */
   readonly kilnImage?: string;
   /** kiln's API as the build pods reach it (`http://kiln-api.kiln.svc:8080`); none: no steps. */
@@ -213,10 +121,6 @@ export interface StepSettings {
    */
   readonly sbomImages: Readonly<Partial<Record<SbomTool, string>>>;
   readonly scanImages: Readonly<Partial<Record<ScanTool, string>>>;
-  /** Clair v4's URL, for clairctl; none: a clair scan is skipped with a note. */
-  readonly clairUrl?: string;
-  /** The Secret (in the build namespace) and key holding the Snyk token; none: snyk skipped. */
-  readonly snykToken?: { readonly secret: string; readonly key: string };
 }
 
 /** What the steps add to a build's pod, or why there are none. */
@@ -262,6 +166,19 @@ export interface OciLayoutOutput {
   readonly path: string;
 }
 
+/** What the packer-manifest step reads (JobPlan.packerManifest), as jobOf completes it. */
+export interface PackerManifestInput {
+  /** The template, as the step reads it (the build's ConfigMap, mounted). */
+  readonly template: string;
+  /** packer's working directory: a relative manifest `output` is resolved against it. */
+  readonly workingDir: string;
+  /**
+   * The builder's mounts of volumes other than Secrets, read-only: wherever packer could write
+   * its manifest, the step can read it, and it sees no credential.
+   */
+  readonly mounts: readonly V1VolumeMount[];
+}
+
 /**
  * Where an s3 build's image goes (the tenant's S3 settings, as BuildAccess resolved them). Never
  * the keys themselves: `credentials` says the build's Secret holds them (S3_CREDENTIAL_KEYS);
@@ -294,6 +211,8 @@ export interface StepInputs {
   readonly ociLayout: OciLayoutOutput | undefined;
   /** Where that layout goes. */
   readonly s3: S3UploadTarget | undefined;
+  /** Set for a packer build: where the packer-manifest step finds the template and the manifest. */
+  readonly packerManifest?: PackerManifestInput | undefined;
   /** The build's Secret (per-build tokens); none: the steps cannot upload. */
   readonly buildSecretName: string | undefined;
   /** The registry credentials Secret, mounted for the tools to pull the pushed image. */
@@ -399,6 +318,7 @@ function toolStep(
 export function stepsOf(inputs: StepInputs): StepsPlan {
   const { spec, settings } = inputs;
   if (inputs.ociLayout !== undefined) return s3Steps(inputs, inputs.ociLayout);
+  if (inputs.packerManifest !== undefined) return packerSteps(inputs, inputs.packerManifest);
   const what = toolsNamed(spec);
   if (what === undefined) return { kind: 'none', notes: [] };
   const kilnImage = settings.kilnImage;
@@ -460,7 +380,7 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
           'SBOM',
           spec.sbomTool,
           image,
-          sbomTool(spec.sbomTool, insecure),
+          sbomTool(spec.sbomTool, insecure, `${OUT_DIR}/sbom.json`),
           [],
         ),
       );
@@ -468,7 +388,7 @@ export function stepsOf(inputs: StepInputs): StepsPlan {
     }
   }
   if (spec.scanTool !== null) {
-    const tool = scanTool(spec.scanTool, insecure, settings);
+    const tool = scanTool(spec.scanTool, insecure, settings, `${OUT_DIR}/scan.json`);
     const image = settings.scanImages[spec.scanTool];
     if ('skip' in tool) {
       notes.push(tool.skip);
@@ -581,6 +501,51 @@ function s3Steps(inputs: StepInputs, layout: OciLayoutOutput): StepsPlan {
     secretKeys: s3.credentials
       ? [S3_CREDENTIAL_KEYS.accessKeyId, S3_CREDENTIAL_KEYS.secretAccessKey]
       : [],
+    notes,
+  };
+}
+
+/**
+ * The step of a packer build: `packer-manifest` (kiln's image) as the pod's one container, after
+ * packer. It reads the template and the manifest through read-only mounts and writes what the
+ * manifest lists to its termination message for the operator (src/steps/run-step.ts). It never
+ * fails the build; without kiln's image it does not run and the build's provenance names no
+ * artifacts. The SBOM and scan steps read a pushed image, which a packer build has not.
+ */
+function packerSteps(inputs: StepInputs, manifest: PackerManifestInput): StepsPlan {
+  const what = toolsNamed(inputs.spec);
+  const notes =
+    what === undefined
+      ? []
+      : [`the ${what} steps are skipped: this build pushes no image to describe or scan`];
+  const kilnImage = inputs.settings.kilnImage;
+  if (kilnImage === undefined) {
+    return {
+      kind: 'none',
+      notes: [
+        ...notes,
+        "packer's manifest is not read: the operator has no KILN_STEP_IMAGE, so provenance names no artifacts",
+      ],
+    };
+  }
+  const step = kilnStep(
+    inputs,
+    kilnImage,
+    STEP_CONTAINERS.packerManifest,
+    ['packer-manifest', manifest.template, manifest.workingDir],
+    [{ name: 'KILN_TERMINATION_MESSAGE_PATH', value: TERMINATION_MESSAGE_PATH }],
+  );
+  return {
+    kind: 'steps',
+    initContainers: [],
+    containers: [
+      {
+        ...step,
+        terminationMessagePath: TERMINATION_MESSAGE_PATH,
+        volumeMounts: manifest.mounts.map((mount) => ({ ...mount })),
+      },
+    ],
+    secretKeys: [],
     notes,
   };
 }

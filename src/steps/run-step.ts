@@ -15,16 +15,26 @@
  *   KILN_PROJECT_ID and KILN_BUILD_NUMBER, and reports the digest and `s3://` address as
  *   image-ref does. Signs in with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when set (from the
  *   build's Secret), else as the pod's own identity (the SDK's default chain).
+ * - `packer-manifest <template> <working dir>` (packer builds): reads the file the template's
+ *   manifest post-processor wrote, relative to packer's working directory (readPackerManifest),
+ *   and writes what it lists, or why there is nothing, to KILN_TERMINATION_MESSAGE_PATH for the
+ *   operator (packerMessage). It never fails the build: the operator says what went amiss.
  *
  * No NestJS, no configuration module: this process reads only the variables below, which the
  * Job sets (the tokens from the build's own Secret).
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OCI_LAYOUT_FORMATS, type OciLayoutFormat } from '../manifest/formats.js';
 import { ociLayoutDigest, writeLayoutTar } from '../registries/oci-layout.js';
 import { S3ImageStore, s3ImageKey } from '../registries/s3-upload.js';
+import {
+  PACKER_MESSAGE_MAX_BYTES,
+  packerArtifactsLine,
+  packerMessage,
+  readPackerManifest,
+} from './packer-manifest.js';
 import {
   PUSHED_MESSAGE_MAX_BYTES,
   pushedImages,
@@ -94,18 +104,73 @@ async function terminationMessage(
   say: (text: string) => void,
   { message, omitted }: { message: string; omitted: number },
 ): Promise<void> {
+  await writeTerminationMessage(
+    io,
+    say,
+    message,
+    omitted > 0
+      ? `${omitted} more pushed reference${omitted === 1 ? ' is' : 's are'} left out of what kiln records: the termination message holds ${PUSHED_MESSAGE_MAX_BYTES} bytes`
+      : undefined,
+  );
+}
+
+/** Writes KILN_TERMINATION_MESSAGE_PATH, after saying what did not fit in it (`left`). */
+async function writeTerminationMessage(
+  io: StepIo,
+  say: (text: string) => void,
+  message: string,
+  left: string | undefined,
+): Promise<void> {
   const path = io.env.KILN_TERMINATION_MESSAGE_PATH;
   if (path === undefined || path === '') return;
-  if (omitted > 0) {
-    say(
-      `${omitted} more pushed reference${omitted === 1 ? ' is' : 's are'} left out of what kiln records: the termination message holds ${PUSHED_MESSAGE_MAX_BYTES} bytes`,
-    );
-  }
+  if (left !== undefined) say(left);
   try {
     await writeFile(path, message);
   } catch (error) {
     say(`could not write the termination message: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Reads packer's manifest for the operator (see the module comment). What it found is said here;
+ * that there is none, or why it cannot be read, the operator says at the end of the build log,
+ * as the local runner does.
+ */
+async function packerManifest(
+  io: StepIo,
+  template: string | undefined,
+  workingDir: string | undefined,
+): Promise<number> {
+  const say = (text: string): void => io.print(`kiln: ${text}`);
+  if (
+    template === undefined ||
+    !isAbsolute(template) ||
+    workingDir === undefined ||
+    !isAbsolute(workingDir)
+  ) {
+    say("usage: packer-manifest <template file> <packer's working directory>, both absolute");
+    return 2;
+  }
+  const text = await readFile(template, 'utf8').catch(() => undefined);
+  const read =
+    text === undefined
+      ? ({
+          kind: 'problem',
+          problem: 'the template cannot be read for its manifest post-processor',
+        } as const)
+      : await readPackerManifest(text, { templateFile: basename(template), workingDir });
+  if (read.note !== undefined) say(read.note);
+  if (read.kind === 'artifacts') say(packerArtifactsLine(read.file, read.artifacts));
+  const { message, omitted } = packerMessage(read);
+  await writeTerminationMessage(
+    io,
+    say,
+    message,
+    omitted > 0
+      ? `${omitted} more artifact${omitted === 1 ? ' is' : 's are'} left out of what kiln records: the termination message holds ${PACKER_MESSAGE_MAX_BYTES} bytes`
+      : undefined,
+  );
+  return 0;
 }
 
 async function upload(io: StepIo): Promise<number> {
@@ -263,9 +328,11 @@ export async function runStep(argv: readonly string[], io: StepIo): Promise<numb
       return upload(io);
     case 's3-upload':
       return s3Upload(io, rest[0], rest[1]);
+    case 'packer-manifest':
+      return packerManifest(io, rest[0], rest[1]);
     default:
       io.print(
-        'kiln: usage: step-main.js image-ref <format> <file> | upload | s3-upload <format> <name>',
+        'kiln: usage: step-main.js image-ref <format> <file> | upload | s3-upload <format> <name> | packer-manifest <template> <dir>',
       );
       return 2;
   }

@@ -22,6 +22,11 @@ import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import type { BuildSpec } from '../../manifest/build-spec.js';
 import { specDigest } from '../../manifest/build-spec.js';
 import type { FailureReason } from '../../manifest/failure-reasons.js';
+import {
+  NO_MANIFEST_POST_PROCESSOR,
+  packerMessage,
+  type PackerReport,
+} from '../../steps/packer-manifest.js';
 import { pushedMessage } from '../../steps/pushed-image.js';
 import type { BuildResource, BuildResourceStatus } from '../api/build-resource.js';
 import { buildResourceFor, buildSpecOf } from '../api/projection.js';
@@ -280,6 +285,11 @@ interface Effects {
   readonly woken: readonly string[];
   /** kiln_log_lines_dropped_total{cause="drain_deadline"} afterwards: one per gap. */
   readonly droppedAtDeadline: number;
+  /**
+   * What the recorded success was handed of a packer build's manifest (the packer-manifest
+   * step's report), where the build's provenance reads what packer made.
+   */
+  readonly packer: PackerReport | undefined;
 }
 
 interface StatusSummary {
@@ -392,7 +402,7 @@ class World {
     record: BuildEntity,
     build: BuildResource,
     status: V1JobStatus,
-    options: { reportsPush?: boolean; ttl?: boolean } = {},
+    options: { reportsPush?: boolean; ttl?: boolean; packerManifest?: boolean } = {},
   ): V1Job {
     return {
       metadata: {
@@ -405,11 +415,13 @@ class World {
         ...(options.ttl === true ? { ttlSecondsAfterFinished: 60 } : {}),
         template: {
           spec: {
+            // A packer Job whose packer-manifest step follows the builder, an init container.
             initContainers: [
               { name: 'source' },
               ...(options.reportsPush === true ? [{ name: 'image-ref' }] : []),
+              ...(options.packerManifest === true ? [{ name: 'build' }] : []),
             ],
-            containers: [{ name: 'build' }],
+            containers: [{ name: options.packerManifest === true ? 'packer-manifest' : 'build' }],
             restartPolicy: 'Never',
           },
         },
@@ -601,6 +613,10 @@ async function reconcileOnce(given: Given): Promise<Effects> {
   };
   const reconciler = new BuildReconciler(deps);
   const signal = new AbortController().signal;
+  const succeed = jest.spyOn(
+    BuildReconciler.prototype as unknown as { succeed: (...args: unknown[]) => unknown },
+    'succeed',
+  );
   try {
     if (earlier !== undefined) {
       podLogs.live = earlier.log === 'reading';
@@ -616,10 +632,17 @@ async function reconcileOnce(given: Given): Promise<Effects> {
       cluster.forget();
       sink.lines.length = 0;
     }
+    succeed.mockClear();
     const result = await reconciler.reconcile(key, signal);
     await settle();
-    return await effectsOf(given, { cluster, sink, woken, metrics }, result?.requeueAfterMs);
+    const packer = succeed.mock.calls[0]?.[3] as PackerReport | undefined;
+    return await effectsOf(
+      given,
+      { cluster, sink, woken, metrics, packer },
+      result?.requeueAfterMs,
+    );
   } finally {
+    succeed.mockRestore();
     reconciler.close();
     await reconciler.stopAll();
   }
@@ -647,7 +670,14 @@ async function effectsOf(
     sink,
     woken,
     metrics,
-  }: { cluster: FakeCluster; sink: FakeSink; woken: string[]; metrics: Metrics },
+    packer,
+  }: {
+    cluster: FakeCluster;
+    sink: FakeSink;
+    woken: string[];
+    metrics: Metrics;
+    packer: PackerReport | undefined;
+  },
   requeueAfterMs: number | undefined,
 ): Promise<Effects> {
   const id = given.build.metadata.labels?.['kiln.dev/build-id'] ?? cluster.status?.buildId;
@@ -683,6 +713,7 @@ async function effectsOf(
       'kiln_log_lines_dropped_total',
       { cause: 'drain_deadline' },
     ),
+    packer,
   };
 }
 
@@ -1318,6 +1349,7 @@ async function endedWith(
     gate?: Given['gate'];
     provenance?: Given['provenance'];
     reportsPush?: boolean;
+    packerManifest?: boolean;
     init?: V1ContainerStatus[];
   } = {},
 ): Promise<Given> {
@@ -1326,7 +1358,10 @@ async function endedWith(
   const phase = jobStatus.succeeded === 1 ? 'Succeeded' : 'Failed';
   return {
     build,
-    job: world.job(record, build, jobStatus, { reportsPush: options.reportsPush ?? false }),
+    job: world.job(record, build, jobStatus, {
+      reportsPush: options.reportsPush ?? false,
+      packerManifest: options.packerManifest ?? false,
+    }),
     pod: world.pod(
       record,
       phase,
@@ -1351,6 +1386,12 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
     digest: DIGEST,
     images: [`registry.example.com/web/app:v1@${DIGEST}`],
   }).message;
+  const PACKER_ARTIFACTS = {
+    manifestDigest: DIGEST,
+    artifacts: [{ name: 'ubuntu', builderType: 'amazon-ebs', artifactId: 'us-east-1:ami-0e2c' }],
+  };
+  const packerArtifacts = packerMessage({ kind: 'artifacts', artifacts: PACKER_ARTIFACTS }).message;
+  const noManifest = packerMessage({ kind: 'none', reason: NO_MANIFEST_POST_PROCESSOR }).message;
 
   table({
     'records a success with what it pushed, once its log is stored': {
@@ -1377,6 +1418,54 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
           "WARN: [kiln] could not learn the pushed image's digest (the image-ref step left no termination message); the build records none",
         ],
       },
+    },
+    'hands a packer success what packer made, as the packer-manifest step read it': {
+      given: () =>
+        endedWith(complete, terminated('packer-manifest', 0, 'Completed', packerArtifacts), {
+          packerManifest: true,
+          init: [terminated('source', 0), terminated('build', 0)],
+        }),
+      want: {
+        writes: HANDED_OVER,
+        kilnLines: [],
+        record: 'success',
+        packer: { kind: 'artifacts', artifacts: PACKER_ARTIFACTS },
+      },
+    },
+    'ends a packer success whose template writes no manifest with a note saying so': {
+      given: () =>
+        endedWith(complete, terminated('packer-manifest', 0, 'Completed', noManifest), {
+          packerManifest: true,
+          init: [terminated('source', 0), terminated('build', 0)],
+        }),
+      want: {
+        kilnLines: [
+          '[kiln] the template has no manifest post-processor; provenance names no artifacts',
+        ],
+        record: 'success',
+        packer: { kind: 'none', reason: NO_MANIFEST_POST_PROCESSOR },
+      },
+    },
+    'ends a packer success whose manifest cannot be read with a WARN line, and succeeds': {
+      given: () =>
+        endedWith(complete, terminated('packer-manifest', 0, 'Completed'), {
+          packerManifest: true,
+          init: [terminated('source', 0), terminated('build', 0)],
+        }),
+      want: {
+        kilnLines: [
+          "WARN: [kiln] could not read packer's manifest: the packer-manifest step left no termination message; provenance names no artifacts",
+        ],
+        record: 'success',
+        packer: {
+          kind: 'problem',
+          problem: 'the packer-manifest step left no termination message',
+        },
+      },
+    },
+    'hands a success without a packer-manifest step nothing of packer': {
+      given: () => endedWith(complete, terminated('build', 0)),
+      want: { record: 'success', packer: undefined },
     },
     'fails with PolicyViolation when the scan policy refuses the image': {
       given: () =>

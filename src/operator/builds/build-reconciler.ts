@@ -10,6 +10,7 @@ import { BuildEvents } from './build-events.js';
 import { foreignController, JobAssembler } from './job-assembler.js';
 import { LogDrains } from './log-drain.js';
 import { type JobOutcome, outcomeOf, type PushedReport, pullFailingSince } from './outcome.js';
+import { packerNote, type PackerReport } from '../../steps/packer-manifest.js';
 import { podWaitOf } from './pod-wait.js';
 import { namespaceOf, type ReconcilerDeps } from './reconciler-ports.js';
 import { RefusedBuild } from './refused-build.js';
@@ -365,7 +366,7 @@ export class BuildReconciler {
   private record(record: BuildEntity, outcome: JobOutcome, ran: RanJob): Promise<BuildEntity> {
     // completed_at is when the Job ended in the cluster, not this write (maybe long after).
     if (outcome.kind === 'success') {
-      return this.succeed(record, outcome.endedAt, outcome.pushed, ran);
+      return this.succeed(record, outcome.endedAt, outcome.pushed, outcome.packer, ran);
     }
     // A termination message holds the last lines of the log: masked like the log.
     const message = this.deps.sink.maskText(record.id, outcome.message);
@@ -376,12 +377,14 @@ export class BuildReconciler {
    * A Job that succeeded built and pushed the image and ran its steps: the build succeeds unless
    * the scan policy fails it (PolicyViolation; the image stays pushed, the message says so).
    * What it pushed is recorded with the success or the PolicyViolation; a report kiln cannot
-   * read costs only that.
+   * read costs only that. A packer build's manifest, when the template asks for none or kiln
+   * cannot read it, is said at the end of the log, as the local runner says it.
    */
   private async succeed(
     record: BuildEntity,
     endedAt: Date | undefined,
     pushed: PushedReport,
+    packer: PackerReport | undefined,
     ran: RanJob,
   ): Promise<BuildEntity> {
     const verdict = await this.deps.artifacts.gate(record);
@@ -393,6 +396,12 @@ export class BuildReconciler {
         },
       ]);
     }
+    // `packer` of kind 'artifacts' is what a packer build made: its provenance names them.
+    const note = packer === undefined ? undefined : packerNote(packer);
+    if (note !== undefined) {
+      const text = `${note.level === 'WARN' ? 'WARN: ' : ''}[kiln] ${note.text}`;
+      await this.deps.sink.append(record.id, [{ text, container: 'kiln' }]);
+    }
     // Recorded whatever the verdict: a refused image stays pushed, and users must find it.
     const known = pushed !== undefined && 'digest' in pushed ? pushed : undefined;
     if (verdict.pass) {
@@ -403,6 +412,7 @@ export class BuildReconciler {
         build: record,
         finishedAt,
         ...(known === undefined ? {} : { pushed: known }),
+        ...(packer?.kind === 'artifacts' ? { packer: packer.artifacts } : {}),
         runner: 'kubernetes',
         namespace: ran.namespace,
         images: imagesOf(ran.job),

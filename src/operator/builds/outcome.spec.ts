@@ -1,6 +1,7 @@
 import type { V1ContainerStatus, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
 import { BUILDER_CONTAINER, SOURCE_CONTAINER } from '../../build-methods/job.js';
 import { outcomeOf, pullFailingSince } from './outcome.js';
+import { packerMessage } from '../../steps/packer-manifest.js';
 
 const STARTED = new Date('2025-03-01T10:00:00Z');
 const BUILDER_FINISHED = new Date('2025-03-01T10:04:07Z');
@@ -205,7 +206,42 @@ describe('what a successful build pushed', () => {
     const job = jobOfPod(['source'], ['build']);
     const pod = podWith([sourceDone], terminated(BUILDER_CONTAINER, 0));
 
-    expect(outcomeOf(job, pod, FACTS)).toMatchObject({ kind: 'success', pushed: undefined });
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({
+      kind: 'success',
+      pushed: undefined,
+      packer: undefined,
+    });
+  });
+
+  it('reads what the packer-manifest step says packer made, from the pod’s container', () => {
+    const artifacts = {
+      manifestDigest: DIGEST,
+      artifacts: [{ name: 'ubuntu', builderType: 'amazon-ebs', artifactId: 'us-east-1:ami-0e2c' }],
+    };
+    const job = jobOfPod(['source', 'packer-validate', 'build'], ['packer-manifest']);
+    const pod = podWith(
+      [sourceDone, terminated('packer-validate', 0), terminated(BUILDER_CONTAINER, 0)],
+      reported('packer-manifest', packerMessage({ kind: 'artifacts', artifacts }).message),
+    );
+
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({
+      kind: 'success',
+      pushed: undefined,
+      packer: { kind: 'artifacts', artifacts },
+    });
+  });
+
+  it('makes a problem of a packer-manifest step that left no message', () => {
+    const job = jobOfPod(['source', 'build'], ['packer-manifest']);
+    const pod = podWith(
+      [sourceDone, terminated(BUILDER_CONTAINER, 0)],
+      reported('packer-manifest', ''),
+    );
+
+    expect(outcomeOf(job, pod, FACTS)).toMatchObject({
+      kind: 'success',
+      packer: { kind: 'problem', problem: 'the packer-manifest step left no termination message' },
+    });
   });
 });
 

@@ -1,6 +1,7 @@
 import type { V1ContainerStatus, V1Job, V1Pod } from '@kubernetes/client-node';
 import { BUILDER_CONTAINER } from '../../build-methods/job.js';
 import { STEP_CONTAINERS } from '../../build-methods/steps.js';
+import { packerFromMessage, type PackerReport } from '../../steps/packer-manifest.js';
 import { pushedFromMessage, type ReportingStep } from '../../steps/pushed-image.js';
 import { type PushedImages } from '../../manifest/formats.js';
 import type { FailureReason } from '../../manifest/failure-reasons.js';
@@ -15,7 +16,12 @@ import type { PodWait } from './pod-wait.js';
 export type PushedReport = PushedImages | { readonly problem: string } | undefined;
 
 type Ending =
-  | { readonly kind: 'success'; readonly pushed: PushedReport }
+  | {
+      readonly kind: 'success';
+      readonly pushed: PushedReport;
+      /** What the packer-manifest step said packer made; undefined: the build has no such step. */
+      readonly packer: PackerReport | undefined;
+    }
   | { readonly kind: 'failed'; readonly reason: FailureReason; readonly message: string };
 
 /** How a build's Job ended, read from the Job and its pod (pure). */
@@ -60,7 +66,9 @@ interface Facts {
 function endingOf(job: V1Job, pod: V1Pod | undefined, facts: Facts): Ending | undefined {
   const conditions = job.status?.conditions ?? [];
   const holds = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
-  if (holds('Complete') !== undefined) return { kind: 'success', pushed: pushedOf(job, pod) };
+  if (holds('Complete') !== undefined) {
+    return { kind: 'success', pushed: pushedOf(job, pod), packer: packerOf(job, pod) };
+  }
   const failed = holds('Failed');
 
   const { podWait } = facts;
@@ -180,6 +188,20 @@ function pushedOf(job: V1Job, pod: V1Pod | undefined): PushedReport {
   if (pod === undefined) return { problem: 'the pod was gone before its status was read' };
   const step = containerStatusesOf(pod).find((s) => s.name === reporter);
   return pushedFromMessage(step?.state?.terminated?.message ?? '', reporter);
+}
+
+/**
+ * The termination message of the packer-manifest step (the pod's container after packer), read
+ * when the Job's pod template has that step.
+ */
+function packerOf(job: V1Job, pod: V1Pod | undefined): PackerReport | undefined {
+  const name = STEP_CONTAINERS.packerManifest;
+  if (!(job.spec?.template?.spec?.containers ?? []).some((c) => c.name === name)) return undefined;
+  if (pod === undefined) {
+    return { kind: 'problem', problem: 'the pod was gone before its status was read' };
+  }
+  const step = containerStatusesOf(pod).find((s) => s.name === name);
+  return packerFromMessage(step?.state?.terminated?.message ?? '');
 }
 
 /** Whether a container of the pod is failing to pull its image right now. */

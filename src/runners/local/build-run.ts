@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { BuildAccessGrant } from '../../integrations/build-access.js';
 import type { LogSink } from '../../logs/log-sink.js';
-import type { BuilderFormat, PushedImages } from '../../manifest/formats.js';
+import type { BuilderFormat, PackerArtifacts, PushedImages } from '../../manifest/formats.js';
 import type { RunnableBuild } from '../build-runner.js';
 import { BuildFailure } from './build-failure.js';
 import type { ChildEnvironment, ChildTool } from './child-env.js';
@@ -61,6 +61,8 @@ export class BuildRun {
   access: BuildAccessGrant | undefined;
   /** What the build pushed, recorded with its outcome (a build that fails later keeps it). */
   images: PushedImages | undefined;
+  /** What a packer build made, as its manifest post-processor lists it. */
+  packer: PackerArtifacts | undefined;
   /** Settles once the run has ended and is cleaned up. */
   finished: Promise<void> = Promise.resolve();
   private child: StartedChild | undefined;

@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,8 @@ import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
 import type { BuildSpec } from '../../manifest/build-spec.js';
 import { BuildRunner } from '../build-runner.js';
+import type { BuildRun } from './build-run.js';
+import { LocalRunner } from './local.runner.js';
 import type { ChildStart } from './processes.js';
 import { Processes } from './processes.js';
 
@@ -343,6 +345,105 @@ describe('LocalRunner with a scripted process port', () => {
       status: 'failed',
       failureReason: 'InvalidSpec',
       errorMessage: 'packer validate failed: Error: Unknown root level key: bulders',
+    });
+  });
+
+  describe('a packer build’s manifest', () => {
+    const MANIFEST = readFileSync(
+      join(__dirname, '../../manifest/fixtures/packer-manifest-file.json'),
+    );
+    const BUILDERS = [{ type: 'null', communicator: 'none' }];
+    let record: jest.SpiedFunction<(run: BuildRun, ...rest: unknown[]) => Promise<void>>;
+
+    beforeEach(() => {
+      processes.installed.add('packer');
+      record = jest.spyOn(
+        LocalRunner.prototype as unknown as {
+          record: (run: BuildRun, ...rest: unknown[]) => Promise<void>;
+        },
+        'record',
+      );
+    });
+
+    afterEach(() => record.mockRestore());
+
+    /** What the run held for its provenance when its end was recorded. */
+    const packerOf = (id: string) =>
+      record.mock.calls.find(([run]) => run.build.id === id)?.[0].packer;
+
+    /** `packer build` writes `manifest` where the template says, in its working directory. */
+    const packerWriting = (file: string, manifest: Buffer | undefined) => (child: ChildStart) =>
+      child.args[0] === 'build' && manifest !== undefined
+        ? {
+            lines: ['==> null: Running post-processor: manifest'],
+            effect: async () => {
+              await mkdir(join(child.cwd, file, '..'), { recursive: true });
+              await writeFile(join(child.cwd, file), manifest);
+            },
+          }
+        : {};
+
+    async function packerBuild(postProcessors: unknown[]): Promise<BuildEntity> {
+      const template = JSON.stringify({ builders: BUILDERS, 'post-processors': postProcessors });
+      return ended(
+        (await startBuild({ method: 'packer', config: { packer_template: template } })).id,
+      );
+    }
+
+    it('keeps on the run what the manifest lists, for the record of its success', async () => {
+      processes.script = packerWriting('out/manifest.json', MANIFEST);
+
+      const build = await packerBuild([{ type: 'manifest', output: 'out/manifest.json' }]);
+
+      expect(build.status).toBe('success');
+      expect(packerOf(build.id)).toEqual({
+        manifestDigest: 'sha256:adb0d52c6b041e40bd08ebd13193ede3bdfbd3c56f0ee7163d75af3cdaf96b97',
+        artifacts: [
+          { name: 'world', builderType: 'file', artifactId: 'File' },
+          { name: 'hello', builderType: 'file', artifactId: 'File' },
+        ],
+      });
+      expect(await messages(build.id)).toContain(
+        "[kiln] packer's manifest out/manifest.json names 2 artifacts (sha256:adb0d52c6b041e40bd08ebd13193ede3bdfbd3c56f0ee7163d75af3cdaf96b97)",
+      );
+    });
+
+    it('warns once, and succeeds, when packer wrote no manifest', async () => {
+      processes.script = packerWriting('packer-manifest.json', undefined);
+
+      const build = await packerBuild(['manifest']);
+
+      expect(build.status).toBe('success');
+      expect(packerOf(build.id)).toBeUndefined();
+      const warning =
+        "WARN: [kiln] could not read packer's manifest: packer wrote no packer-manifest.json; provenance names no artifacts";
+      expect((await messages(build.id)).filter((line) => line === warning)).toHaveLength(1);
+    });
+
+    it('warns, and succeeds, when the manifest is no packer manifest', async () => {
+      processes.script = packerWriting('packer-manifest.json', Buffer.from('not json'));
+
+      const build = await packerBuild(['manifest']);
+
+      expect(build.status).toBe('success');
+      expect(await messages(build.id)).toContain(
+        "WARN: [kiln] could not read packer's manifest: packer-manifest.json is not JSON; provenance names no artifacts",
+      );
+    });
+
+    it('says once, after packer’s lines, that a template without a manifest post-processor names nothing', async () => {
+      processes.script = (child) =>
+        child.args[0] === 'build' ? { lines: ['==> Builds finished.'] } : {};
+
+      const build = await packerBuild([]);
+      const lines = await messages(build.id);
+      const note =
+        '[kiln] the template has no manifest post-processor; provenance names no artifacts';
+
+      expect(build.status).toBe('success');
+      expect(packerOf(build.id)).toBeUndefined();
+      expect(lines.filter((line) => line === note)).toHaveLength(1);
+      expect(lines.indexOf(note)).toBeGreaterThan(lines.indexOf('==> Builds finished.'));
     });
   });
 

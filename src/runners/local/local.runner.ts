@@ -279,6 +279,7 @@ export class LocalRunner
     try {
       const pushed = await this.runPlan(run, localPlanOf(build.spec));
       if ('images' in pushed) run.images = pushed.images;
+      if ('packer' in pushed) run.packer = pushed.packer;
       if (!run.stopped) await this.steps.run(run, pushed);
     } finally {
       clearTimeout(timer);
@@ -327,6 +328,8 @@ export class LocalRunner
         build,
         finishedAt,
         ...(images === undefined ? {} : { pushed: images }),
+        // What a packer build made (its manifest's artifacts).
+        ...(run.packer === undefined ? {} : { packer: run.packer }),
         runner: 'local',
         namespace: null,
         images: [],

@@ -1,16 +1,21 @@
 import { resolve, sep } from 'node:path';
 import type { LocalPlan } from '../../../build-methods/method.js';
-import type { PushedImages } from '../../../manifest/formats.js';
+import type { PackerArtifacts, PushedImages } from '../../../manifest/formats.js';
 import { BuildFailure } from '../build-failure.js';
 import type { BuildRun } from '../build-run.js';
 
 /**
  * What a plan pushed: the image by digest (`name@sha256:…`) for the SBOM and scan steps, with
- * every reference pushed (recorded with the build's outcome); or why there is none.
+ * every reference pushed (recorded with the build's outcome); or why there is none, with what a
+ * packer build made instead when its manifest says.
  */
 export type Pushed =
   | { readonly reference: string; readonly images: PushedImages }
-  | { readonly none: string; readonly images?: PushedImages };
+  | {
+      readonly none: string;
+      readonly images?: PushedImages;
+      readonly packer?: PackerArtifacts;
+    };
 
 export const NOTHING_PUSHED = 'this build pushed none (no registry is configured)';
 export const CANCELLED: Pushed = { none: 'the build was cancelled' };

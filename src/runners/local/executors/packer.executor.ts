@@ -3,6 +3,11 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BuildFailure, failureMessage } from '../build-failure.js';
 import { packerArgs } from '../build-plan.js';
+import {
+  packerArtifactsLine,
+  packerNote,
+  readPackerManifest,
+} from '../../../steps/packer-manifest.js';
 import type { BuildRun } from '../build-run.js';
 import type { PlanExecutor, Pushed, Workspace } from './executor.js';
 
@@ -10,7 +15,9 @@ type PackerPlan = Parameters<PlanExecutor<'packer'>['run']>[1];
 
 /**
  * packer builds: the template written into the checkout, then `packer [init] validate build`
- * (init for HCL2 templates only). A packer build pushes no image kiln knows of.
+ * (init for HCL2 templates only). A packer build pushes no image kiln knows of; what it made is
+ * read from the file the template's manifest post-processor wrote into the checkout, for the
+ * build's provenance. A manifest that cannot be read is a WARN line, never a failure.
  */
 @Injectable()
 export class PackerExecutor implements PlanExecutor<'packer'> {
@@ -39,6 +46,20 @@ export class PackerExecutor implements PlanExecutor<'packer'> {
         );
       }
     }
-    return { none: 'a packer build pushes no image kiln knows of' };
+    const none = 'a packer build pushes no image kiln knows of';
+    if (run.stopped) return { none };
+    const read = await readPackerManifest(plan.template, {
+      templateFile: plan.templateFile,
+      workingDir: source,
+      within: source,
+    });
+    if (read.note !== undefined) await run.say(read.note);
+    if (read.kind === 'artifacts') {
+      await run.say(packerArtifactsLine(read.file, read.artifacts));
+      return { none, packer: read.artifacts };
+    }
+    const note = packerNote(read);
+    if (note !== undefined) await run.say(note.text, note.level);
+    return { none };
   }
 }
