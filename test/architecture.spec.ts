@@ -87,6 +87,8 @@ describe('the architecture rules (.dependency-cruiser.cjs)', () => {
           'floor-metrics: metrics/breaks-floor.ts → builds/ok.ts',
           'floor-operator: operator/breaks-floor.ts → builds/ok.ts',
           'floor-projects: projects/breaks-floor.ts → builds/ok.ts',
+          'floor-provenance: provenance/breaks-floor.ts → builds/ok.ts',
+          'floor-provenance-http: provenance-http/breaks-floor.ts → builds/ok.ts',
           'floor-ratelimit: ratelimit/breaks-floor.ts → builds/ok.ts',
           'floor-registries: registries/breaks-floor.ts → builds/ok.ts',
           'floor-retention: retention/breaks-floor.ts → builds/ok.ts',

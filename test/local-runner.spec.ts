@@ -6,11 +6,10 @@ import { ApiClient, wizardManifest } from './support/builds.js';
 import { GitRepo } from './support/git-repo.js';
 import { jsonOf } from './support/http.js';
 import { LogStreamClient } from './support/log-stream-client.js';
+import { statementProblems } from './support/provenance.js';
 import { LocalRegistry } from './support/registry.js';
 import { processesMentioning } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import type { BuildRun } from '../src/runners/local/build-run.js';
-import { LocalRunner } from '../src/runners/local/local.runner.js';
 
 const BUSYBOX_DOCKERFILE = [
   'FROM scratch',
@@ -219,13 +218,6 @@ describe('the local runner (real buildah, real registry)', () => {
       packerOnPath ? '' : ' (skipped: needs `packer` on PATH)'
     }`,
     async () => {
-      // Where the success is recorded, the run holds what packer made, for the provenance.
-      const record = jest.spyOn(
-        LocalRunner.prototype as unknown as {
-          record: (run: BuildRun, ...rest: unknown[]) => Promise<void>;
-        },
-        'record',
-      );
       const manifest = wizardManifest('packer');
       (manifest['build_config'] as Record<string, unknown>)['packer_template'] = JSON.stringify({
         builders: [
@@ -244,21 +236,26 @@ describe('the local runner (real buildah, real registry)', () => {
       await admin.request('POST', `/builds/${data.id}/start`);
 
       const build = await finished(data.id);
-      const packer = record.mock.calls.find(([run]) => run.build.id === data.id)?.[0].packer;
-      record.mockRestore();
 
-      expect(build).toMatchObject({ status: 'success' });
+      // What packer made is what its signed provenance names (nothing to attach it to).
+      expect(build).toMatchObject({ status: 'success', provenance: 'stored-only' });
+      const { statement } = await jsonOf(
+        await admin.request('GET', `/builds/${data.id}/provenance`),
+      );
+      expect(statementProblems(statement)).toEqual([]);
+      const digest = statement.subject[0].digest.sha256 as string;
+      const packer = { manifestDigest: `sha256:${digest}`, artifacts: statement.subject };
       const messages = (await logsOf(data.id)).map((l: any) => l.message);
       expect(messages.join('\n')).toContain('built-by-packer');
       // packer runs the two builds at once: their order in the manifest is the order they ended.
-      expect(packer?.artifacts).toEqual(
+      expect(packer.artifacts).toEqual(
         expect.arrayContaining([
-          { name: 'null', builderType: 'null', artifactId: 'Null' },
-          { name: 'greeting', builderType: 'file', artifactId: 'File' },
+          expect.objectContaining({ name: 'null:Null', digest: { sha256: digest } }),
+          expect.objectContaining({ name: 'file:File', digest: { sha256: digest } }),
         ]),
       );
-      expect(packer?.artifacts).toHaveLength(2);
-      expect(packer?.manifestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(packer.artifacts).toHaveLength(2);
+      expect(packer.manifestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
       expect(messages).toContain(
         `[kiln] packer's manifest build-manifest.json names 2 artifacts (${packer?.manifestDigest})`,
       );

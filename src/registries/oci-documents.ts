@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { isRecord, type OciAnswer, type OciSession } from './oci-session.js';
+import type { OciAnswer, OciSession } from './oci-session.js';
+import { isRecord } from './registry-answers.js';
 
 /**
  * The documents of the OCI distribution client (oci-referrers.ts): media types, descriptors,

@@ -7,6 +7,13 @@ import {
   RegistryUnavailableError,
   type RepositoryAddress,
 } from './registry.js';
+import {
+  isRecord,
+  networkFailure,
+  registrySays,
+  scrubSecrets,
+  tokenAnswer,
+} from './registry-answers.js';
 
 /**
  * The push pre-flight for Harbor, Quay and Artifactory: one pass of the Docker Registry v2 token
@@ -31,7 +38,6 @@ import {
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const ATTEMPTS = 3;
-const MAX_REGISTRY_MESSAGE = 200;
 
 /** A `WWW-Authenticate` challenge (RFC 9110 section 11.6.1): scheme and auth-params. */
 export interface Challenge {
@@ -381,31 +387,11 @@ class PushCheck {
 
   /** `; the registry said: CODE: message` from an OCI error body, without any secret. */
   private registrySays(answer: Answer): string {
-    let said: string | undefined;
-    try {
-      const parsed: unknown = JSON.parse(answer.body);
-      const first =
-        isRecord(parsed) && Array.isArray(parsed.errors)
-          ? (parsed.errors[0] as unknown)
-          : undefined;
-      if (isRecord(first)) {
-        said = [first.code, first.message].filter((part) => typeof part === 'string').join(': ');
-      }
-    } catch {
-      return '';
-    }
-    if (said === undefined || said === '') return '';
-    return `; the registry said: ${this.scrub(said).slice(0, MAX_REGISTRY_MESSAGE)}`;
+    return registrySays(answer.body, this.secrets);
   }
 
-  /**
-   * Registry text with the secrets blanked, in case a registry echoes what it was sent. Longest
-   * first, so a pair is blanked whole before the password inside it.
-   */
   private scrub(text: string): string {
-    return [...this.secrets]
-      .sort((a, b) => b.length - a.length)
-      .reduce((scrubbed, secret) => scrubbed.split(secret).join('***'), text);
+    return scrubSecrets(text, this.secrets);
   }
 
   private unauthorized(detail: string): RegistryUnauthorizedError {
@@ -426,31 +412,7 @@ function basic(credentials: RegistryCredentials): string {
   return `Basic ${Buffer.from(pair, 'utf8').toString('base64')}`;
 }
 
-/** `token`, or `access_token` for OAuth 2.0 compatibility (the token spec's response fields). */
+/** The token of a token service's answer. */
 function tokenOf(body: string): string | undefined {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    if (!isRecord(parsed)) return undefined;
-    const token = parsed.token ?? parsed.access_token;
-    return typeof token === 'string' && token !== '' ? token : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The system error code of a failed fetch (ECONNREFUSED, ENOTFOUND, ...), or its message. Duck
- * typed: the error may come from another realm (a test runner's sandbox), where instanceof fails.
- */
-function networkFailure(error: unknown): string {
-  const cause = isRecord(error) ? error.cause : undefined;
-  if (isRecord(cause) && typeof cause.code === 'string')
-    return `could not be reached (${cause.code})`;
-  const message =
-    isRecord(error) && typeof error.message === 'string' ? error.message : String(error);
-  return `could not be reached (${message})`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
+  return tokenAnswer(body)?.token;
 }

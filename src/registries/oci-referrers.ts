@@ -20,14 +20,9 @@ import {
   sortedAnnotations,
   verifiedDigest,
 } from './oci-documents.js';
-import {
-  type Access,
-  isRecord,
-  type OciAnswer,
-  type OciClientOptions,
-  OciSession,
-} from './oci-session.js';
+import { type Access, type OciAnswer, type OciClientOptions, OciSession } from './oci-session.js';
 import type { RepositoryAddress } from './registry.js';
+import { isRecord } from './registry-answers.js';
 
 export { OciRegistryError, type OciClientOptions } from './oci-session.js';
 export {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Challenge, parseChallenges } from './oci-preflight.js';
 import type { RegistryCredentials } from './registry.js';
+import { networkFailure, registrySays, scrubSecrets, tokenAnswer } from './registry-answers.js';
 
 /**
  * The HTTP side of the OCI distribution client (oci-referrers.ts): one registry host, its auth,
@@ -16,7 +17,6 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 const ATTEMPTS = 3;
 const RETRY_DELAY_MS = 200;
 const MAX_REDIRECTS = 5;
-const MAX_REGISTRY_MESSAGE = 200;
 /** The token spec's default lifetime when a token service names none. */
 const DEFAULT_TOKEN_SECONDS = 60;
 /** A token is renewed this long before it expires, so it does not lapse in flight. */
@@ -265,7 +265,7 @@ export class OciSession {
           : '';
       throw this.error(what, answer.status, `answered ${answer.status}${why}`);
     }
-    const parsed = parseTokenAnswer(answer.body);
+    const parsed = tokenAnswer(answer.body.toString('utf8'));
     if (parsed === undefined) throw this.error(what, 200, 'answered without a token');
     this.secrets.push(parsed.token);
     const lifetimeMs = (parsed.expiresIn ?? DEFAULT_TOKEN_SECONDS) * 1000;
@@ -345,28 +345,11 @@ export class OciSession {
 
   /** `; the registry said: CODE: message` from an OCI error body, without any secret. */
   private registrySays(answer: OciAnswer): string {
-    let said: string | undefined;
-    try {
-      const parsed: unknown = JSON.parse(answer.body.toString('utf8'));
-      const first =
-        isRecord(parsed) && Array.isArray(parsed.errors)
-          ? (parsed.errors[0] as unknown)
-          : undefined;
-      if (isRecord(first)) {
-        said = [first.code, first.message].filter((part) => typeof part === 'string').join(': ');
-      }
-    } catch {
-      return '';
-    }
-    if (said === undefined || said === '') return '';
-    return `; the registry said: ${this.scrub(said).slice(0, MAX_REGISTRY_MESSAGE)}`;
+    return registrySays(answer.body.toString('utf8'), this.secrets);
   }
 
-  /** Longest first, so a pair is blanked whole before the password inside it. */
   private scrub(text: string): string {
-    return [...this.secrets]
-      .sort((a, b) => b.length - a.length)
-      .reduce((scrubbed, secret) => scrubbed.split(secret).join('***'), text);
+    return scrubSecrets(text, this.secrets);
   }
 }
 
@@ -377,21 +360,6 @@ function tokenKey(repository: string, access: Access): string {
 function basicAuthorization(credentials: RegistryCredentials): string {
   const pair = `${credentials.username}:${credentials.password}`;
   return `Basic ${Buffer.from(pair, 'utf8').toString('base64')}`;
-}
-
-/** `token`, or `access_token` for OAuth 2.0 compatibility, and `expires_in` (the token spec). */
-function parseTokenAnswer(body: Buffer): { token: string; expiresIn?: number } | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(parsed)) return undefined;
-  const token = parsed.token ?? parsed.access_token;
-  if (typeof token !== 'string' || token === '') return undefined;
-  const expiresIn = parsed.expires_in;
-  return typeof expiresIn === 'number' && expiresIn > 0 ? { token, expiresIn } : { token };
 }
 
 /** The body, or undefined when it is longer than `maxBytes` (then it is not read further). */
@@ -411,19 +379,4 @@ async function readCapped(response: Response, maxBytes: number): Promise<Buffer 
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks);
-}
-
-/** The system error code of a failed fetch (ECONNREFUSED, ENOTFOUND, ...), or its message. */
-function networkFailure(error: unknown): string {
-  const cause = isRecord(error) ? error.cause : undefined;
-  if (isRecord(cause) && typeof cause.code === 'string') {
-    return `could not be reached (${cause.code})`;
-  }
-  const message =
-    isRecord(error) && typeof error.message === 'string' ? error.message : String(error);
-  return `could not be reached (${message})`;
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -29,6 +29,8 @@ const REASONS: Readonly<Record<string, string>> = {
   QueueTimeout: 'The build waited too long to run',
   PodRefused: "The cluster refused the build's pod",
   Unschedulable: "No node could run the build's pod",
+  ProvenanceFailed:
+    "The build's provenance could not be signed or attached, and the tenant requires it",
 };
 
 type Build = Awaited<ReturnType<typeof fetchBuild>>['build'];
@@ -128,6 +130,15 @@ function Summary({
             <dt>Image</dt>
             <dd>
               <code>{(build.images ?? []).join(', ')}</code> <code>{build.image_digest}</code>
+            </dd>
+          </>
+        )}
+        {build.provenance && (
+          <>
+            <dt>Provenance</dt>
+            <dd>
+              {/* docs/provenance.md: attached, stored-only, or why it failed. */}
+              <code>{build.provenance}</code>
             </dd>
           </>
         )}
