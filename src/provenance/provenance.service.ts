@@ -6,7 +6,7 @@ import { BuildArtifacts } from '../artifacts/build-artifacts.js';
 import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { BuildAccess } from '../integrations/build-access.js';
-import type { BuildEntity } from '../lifecycle/build.entity.js';
+import type { BuildConfigSnapshot, BuildEntity } from '../lifecycle/build.entity.js';
 import { BuildLogsRepository } from '../logs/build-logs.repository.js';
 import { digestOfLog } from '../logs/log-digest.js';
 import { LogSink } from '../logs/log-sink.js';
@@ -147,7 +147,7 @@ export class ProvenanceService {
         buildNumber: build.buildNumber,
         // buildx secrets unsealed: a secret reference shows as written, a value as [redacted].
         spec: withSecretsUnsealed(build.spec, this.sealer),
-        config: build.config,
+        config: configWithSecretsUnsealed(build.config, this.sealer),
         gitCommit: (await this.logs.checkedOutCommit(build.id)) ?? build.gitCommit,
         gitBranch: build.gitBranch,
         createdBy: build.createdBy,
@@ -345,6 +345,27 @@ function withSecretsUnsealed(spec: BuildSpec, sealer: SecretSealer): BuildSpec {
   const secrets = spec.config.secrets;
   if (secrets === undefined || Object.keys(secrets).length === 0) return spec;
   return { ...spec, config: { ...spec.config, secrets: sealer.unsealAll(secrets) } };
+}
+
+/**
+ * The wizard's manifest as submitted, with its buildx secrets unsealed like the spec's: the
+ * statement shows this manifest, and a sealed secret reference would show as [redacted].
+ */
+function configWithSecretsUnsealed(
+  config: BuildConfigSnapshot,
+  sealer: SecretSealer,
+): BuildConfigSnapshot {
+  if (config.form !== 'wizard') return config;
+  const { manifest } = config;
+  const secrets = manifest.build_config.secrets;
+  if (secrets === undefined || Object.keys(secrets).length === 0) return config;
+  return {
+    ...config,
+    manifest: {
+      ...manifest,
+      build_config: { ...manifest.build_config, secrets: sealer.unsealAll(secrets) },
+    },
+  };
 }
 
 /** The media type of a stored document, by the format kiln recorded. */
