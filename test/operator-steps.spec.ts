@@ -756,10 +756,17 @@ describe('the steps after the image, through the operator', () => {
 
     const id = await started('kaniko', {}, repository);
     const build = await endedAs(id, 'success');
-    // No image-ref step: kiln learns no digest, and there is nothing to warn about.
-    expect(build).toMatchObject({ image_digest: null, images: [] });
+    // No image-ref step: kiln learns no digest, and there is nothing to warn about, but no
+    // provenance either: a statement needs a subject (docs/provenance.md).
+    expect(build).toMatchObject({
+      image_digest: null,
+      images: [],
+      provenance: expect.stringMatching(/^failed: could not be made: the build left no image/),
+    });
     const stored = await ground.storedLines(id);
-    expect(stored.filter((l) => /digest/.test(l.message))).toEqual([]);
+    expect(
+      stored.filter((l) => /digest/.test(l.message) && !/\[kiln\] provenance/.test(l.message)),
+    ).toEqual([]);
     const off = stored.filter((l) => /steps are off/.test(l.message));
     expect(off.map((l) => l.message)).toEqual([
       '[kiln] the SBOM (syft) and scan (trivy) steps are off: the operator has no KILN_STEP_IMAGE',

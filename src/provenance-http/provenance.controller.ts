@@ -35,13 +35,15 @@ export class BuildProvenanceController {
   @ApiOperation({
     summary: "The build's signed provenance",
     description:
-      "The in-toto statement with its SLSA Provenance v1 predicate that kiln made from its own records when the build succeeded, the Sigstore bundle it signed with the tenant's key, the SBOM attestation, the digest of the stored log it covers, and where they were attached (`build:read`). Verify with `kiln verify <image>` or cosign (docs/provenance.md). 404 for a build that has none: only a successful build has one.",
+      "The in-toto statement with its SLSA Provenance v1 predicate that kiln made from its own records when the build succeeded, the Sigstore bundle it signed with the tenant's key, the SBOM attestation, the digest of the stored log it covers, and where they were attached (`build:read`). Verify with `kiln verify <image>` or cosign (docs/provenance.md). 404 for a build that has none: provenance is made when a build succeeds (a build that failed with ProvenanceFailed has one when it was signed but could not be attached).",
   })
   @ApiErrors(
     200,
     { type: BuildProvenanceDto, description: 'The provenance' },
     [400, 401, 403, 404, 429],
-    { 404: 'No such build in this tenant, or it has no provenance (it did not succeed)' },
+    {
+      404: 'No such build in this tenant, or it has no provenance (it did not succeed, or its provenance could not be signed)',
+    },
   )
   async get(
     @CurrentTenant() tenant: TenantContext,
@@ -50,7 +52,7 @@ export class BuildProvenanceController {
     const build = await this.lifecycle.get(tenant.tenantId, id);
     const stored = await this.provenance.provenance(build.id);
     if (stored === undefined) {
-      throw new NotFoundError('This build has no provenance: only a successful build has one', {
+      throw new NotFoundError('This build has no provenance: it is made when a build succeeds', {
         status: build.status,
       });
     }
