@@ -7,6 +7,14 @@ export const EXIT = {
   buildCancelled: 2,
   /** kiln refused the request: any 4xx or 5xx answer. */
   refused: 3,
+  /** `verify`: the image has no provenance attestation (some may be of other kinds). */
+  noAttestation: 4,
+  /** `verify`: no provenance signature holds against the tenant's keys (changed, or another key). */
+  signatureInvalid: 5,
+  /** `verify`: a provenance verifies, but its statement is about another image. */
+  subjectMismatch: 6,
+  /** `verify`: the registry could not be reached, refused, or has no such image. */
+  registry: 7,
   /** Bad flags, an unknown command, a missing argument or setting (sysexits EX_USAGE). */
   usage: 64,
   /** kiln could not be reached at all (EX_UNAVAILABLE). */

@@ -21,12 +21,13 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-const { KILN_URL, KILN_TOKEN, KILN_TENANT, XDG_CONFIG_HOME } = process.env;
+const { KILN_URL, KILN_TOKEN, KILN_TENANT, XDG_CONFIG_HOME, DOCKER_CONFIG } = process.env;
 const code = await main(process.argv.slice(2), {
   KILN_URL,
   KILN_TOKEN,
   KILN_TENANT,
   XDG_CONFIG_HOME,
+  DOCKER_CONFIG,
   HOME: homedir(),
   version: version(),
 });

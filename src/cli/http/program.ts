@@ -12,6 +12,7 @@ import { registerTenants } from './commands/tenants.js';
 import { registerTokens } from './commands/tokens.js';
 import { registerTriggers } from './commands/triggers.js';
 import { registerUsers } from './commands/users.js';
+import { registerVerify } from './commands/verify.js';
 import { configPath } from './config-file.js';
 import { EXIT, ExitWith, UsageError } from './exit-codes.js';
 import { type CliEnvironment, Session } from './session.js';
@@ -20,6 +21,8 @@ import { type CliEnvironment, Session } from './session.js';
 export interface Environment extends CliEnvironment {
   readonly XDG_CONFIG_HOME?: string | undefined;
   readonly HOME: string;
+  /** Where docker's config.json is, for `kiln verify`'s registry credentials. */
+  readonly DOCKER_CONFIG?: string | undefined;
   /** What `kiln --version` prints. */
   readonly version: string;
 }
@@ -29,7 +32,8 @@ export function buildProgram(session: Session, env: Environment): Command {
   const program = new Command('kiln')
     .description(
       "kiln's command line: builds, their logs, projects, tenants, members, tokens, settings, " +
-        "build triggers and the audit log, over kiln's HTTP API. Log in first: kiln login <url>. " +
+        "build triggers and the audit log, over kiln's HTTP API, and verifies the provenance of " +
+        'images. Log in first: kiln login <url>. ' +
         'Docs: docs/cli.md.',
     )
     .version(env.version, '-V, --version', "the CLI's version")
@@ -54,6 +58,7 @@ export function buildProgram(session: Session, env: Environment): Command {
   registerRetention(program, session);
   registerTriggers(program, session);
   registerAudit(program, session);
+  registerVerify(program, session, env);
   return program;
 }
 
