@@ -237,6 +237,23 @@ describe(OciReferrers.name, () => {
     expect(await reader.referrers(repository, other.digest)).toEqual([]);
   });
 
+  it("asks Docker Hub's registry API host for docker.io images", async () => {
+    const asked: string[] = [];
+    const client = new OciReferrers({
+      fetch: (input) => {
+        asked.push(input instanceof Request ? input.url : input.toString());
+        return Promise.reject(new TypeError('fetch failed'));
+      },
+    });
+
+    await expect(client.resolve('docker.io/library/alpine:3.20')).rejects.toThrow(
+      /could not be reached/,
+    );
+    expect(new Set(asked.map((url) => new URL(url).origin))).toEqual(
+      new Set(['https://registry-1.docker.io']),
+    );
+  });
+
   it('resolves an image by tag and by digest', async () => {
     const path = newPath();
     const image = await pushImage(path, '1.0');

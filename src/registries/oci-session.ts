@@ -96,7 +96,10 @@ export class OciSession {
     readonly host: string,
     private readonly options: OciClientOptions,
   ) {
-    this.origin = `${options.insecure === true ? 'http' : 'https'}://${host}`;
+    // Docker Hub's references name docker.io; its registry API answers at registry-1.docker.io.
+    const apiHost =
+      host === 'docker.io' || host === 'index.docker.io' ? 'registry-1.docker.io' : host;
+    this.origin = `${options.insecure === true ? 'http' : 'https'}://${apiHost}`;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.fetch = options.fetch ?? globalThis.fetch;
     this.credentials = options.credentials;
