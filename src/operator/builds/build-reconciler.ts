@@ -407,7 +407,10 @@ export class BuildReconciler {
     if (verdict.pass) {
       // Signed, stored and attached before the success is written: a tenant that requires
       // provenance gets no successful build without it.
-      const finishedAt = endedAt ?? new Date(this.now());
+      // As the record will say: never before the build started (a Job's end has whole seconds,
+      // its start in kiln has milliseconds), so the statement's finishedOn is its completed_at.
+      const endedMs = endedAt?.getTime() ?? this.now();
+      const finishedAt = new Date(Math.max(endedMs, record.startedAt?.getTime() ?? endedMs));
       const provenance = await this.deps.provenance.produce({
         build: record,
         finishedAt,
