@@ -130,7 +130,11 @@ describe('the README quick start, with clicks only', () => {
       );
       expect(await page.locator('.log .line').count()).toBeGreaterThan(0);
       await screenshot(page, 'quickstart-success');
-      expect(await registry.tags('kiln/hello')).toEqual(['v1']);
+      // v1, and the fallback tag that lists its signed provenance (docs/provenance.md).
+      expect((await registry.tags('kiln/hello')).sort()).toEqual([
+        expect.stringMatching(/^sha256-[0-9a-f]{64}$/),
+        'v1',
+      ]);
       expect(problems).toEqual([]);
     } finally {
       await context.close();

@@ -72,8 +72,16 @@ describe('the README quick start with the kiln command', () => {
     const status = await new Promise<number | null>((done) => child.on('close', done));
 
     expect({ status, stderr: status === 0 ? '' : stderr }).toEqual({ status: 0, stderr: '' });
-    expect(stdout).toContain('{"name":"kiln/hello","tags":["v1"]}');
-    expect(stdout).toContain('{"name":"platform/web","tags":["ci-1"]}');
+    // Each image's tag, and the fallback tag listing its signed provenance (docs/provenance.md),
+    // in the order the registry keeps them.
+    const tagsOf = (repository: string): string[] => {
+      const line = stdout.split('\n').find((l) => l.startsWith(`{"name":"${repository}"`));
+      return ((line === undefined ? {} : JSON.parse(line)) as { tags?: string[] }).tags ?? [];
+    };
+    const withProvenance = (tag: string) => [tag, expect.stringMatching(/^sha256-[0-9a-f]{64}$/)];
+    expect(tagsOf('kiln/hello').sort()).toEqual(withProvenance('v1').reverse());
+    expect(tagsOf('platform/web').sort()).toEqual(withProvenance('ci-1'));
+    expect(stdout).toMatch(/^Provenance: +verified: signed with the tenant's key/m);
     // The CI build was made by the token, in the team's tenant, by the admin who made the token.
     const [build] = await kiln.dataSource.query<Array<{ name: string; status: string }>>(
       `SELECT t.name, b.status FROM builds b JOIN tenants t ON t.id = b.tenant_id
