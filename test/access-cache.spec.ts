@@ -164,11 +164,11 @@ describe('access cache: changes to memberships and users reach the next requests
     // The cache is dropped as soon as the cut is seen, so the 403 may come before the line that
     // says the connection is back: wait for that line too (on a loaded machine it lags).
     const restored = () =>
-      kiln.logs.some(
+      kiln.logs.find(
         (line) =>
           line['msg'] === 'LISTEN connection restored' &&
           JSON.stringify(line['channels']) === JSON.stringify(['kiln_access']),
-      );
+      ) !== undefined;
     expect(await eventually(1, () => Promise.resolve(restored() ? 1 : 0))).toBe(1);
   }, 60_000);
 });
