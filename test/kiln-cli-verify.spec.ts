@@ -235,7 +235,9 @@ describe('kiln verify (the compiled CLI, real buildah, a real registry)', () => 
 
   /** A statement signed with the tenant's own key, as kiln signs (the key made if it has none). */
   async function signedAs(tenantId: string, statement: object): Promise<object> {
-    const signer = await kiln.app.get(SigningKeys).signer(tenantId);
+    const keys = kiln.app.get(SigningKeys);
+    const { signingKey } = await keys.settings(tenantId);
+    const signer = await keys.signer(tenantId, signingKey);
     if (!signer.ok) throw new Error(signer.message);
     return signStatement(statement, signer.key);
   }

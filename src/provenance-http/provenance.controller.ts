@@ -12,6 +12,7 @@ import {
   type StoredSigningKey,
 } from '../provenance/provenance.repository.js';
 import { SigningKeys } from '../provenance/signing-keys.js';
+import { envelopeStatement, type SignedBundle } from '../provenance/signing.js';
 import {
   BuildProvenanceDto,
   ProvenanceSettingsChangeDto,
@@ -56,14 +57,12 @@ export class BuildProvenanceController {
         status: build.status,
       });
     }
-    const bundle = JSON.parse(stored.bundle) as { dsseEnvelope: { payload: string } };
+    const bundle = JSON.parse(stored.bundle) as SignedBundle;
     return {
       build_id: build.id,
       state: build.provenance,
       key_id: stored.keyId,
-      statement: JSON.parse(
-        Buffer.from(bundle.dsseEnvelope.payload, 'base64').toString('utf8'),
-      ) as Record<string, unknown>,
+      statement: envelopeStatement(bundle),
       bundle: bundle as unknown as Record<string, unknown>,
       sbom_bundle:
         stored.sbomBundle === null

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { BuildArtifacts } from '../artifacts/build-artifacts.js';
@@ -14,13 +13,22 @@ import type { BuildSpec } from '../manifest/build-spec.js';
 import type { PushedImages } from '../manifest/formats.js';
 import { Metrics } from '../metrics/metrics.js';
 import { splitImageReference } from '../registries/naming.js';
-import { OciReferrers, sigstoreBundleAnnotations } from '../registries/oci-referrers.js';
+import {
+  OciReferrers,
+  sha256Digest,
+  sigstoreBundleAnnotations,
+} from '../registries/oci-referrers.js';
 import {
   type Attachment,
   ProvenanceRepository,
   type StoredProvenance,
 } from './provenance.repository.js';
-import { SIGSTORE_BUNDLE_V03, signStatement } from './signing.js';
+import {
+  envelopeStatement,
+  type SignedBundle,
+  SIGSTORE_BUNDLE_V03,
+  signStatement,
+} from './signing.js';
 import { SigningKeys } from './signing-keys.js';
 import {
   type ImageDependency,
@@ -84,10 +92,10 @@ export class ProvenanceService {
 
   async produce(facts: ProvenanceFacts): Promise<ProvenanceOutcome> {
     const { build } = facts;
-    const { policy } = await this.keys.settings(build.tenantId);
+    const { policy, signingKey } = await this.keys.settings(build.tenantId);
     let stored: StoredProvenance;
     try {
-      const signed = await this.signed(facts);
+      const signed = await this.signed(facts, signingKey);
       if ('problem' in signed) return await this.failed(facts, policy, signed.problem);
       stored = signed;
     } catch (error) {
@@ -125,11 +133,14 @@ export class ProvenanceService {
   }
 
   /** The build's signed statements: stored before (a second pass), or made, signed and stored. */
-  private async signed(facts: ProvenanceFacts): Promise<StoredProvenance | { problem: string }> {
+  private async signed(
+    facts: ProvenanceFacts,
+    signingKey: string | null,
+  ): Promise<StoredProvenance | { problem: string }> {
     const { build } = facts;
     const earlier = await this.repository.provenance(build.id);
     if (earlier !== undefined) return earlier;
-    const signer = await this.keys.signer(build.tenantId);
+    const signer = await this.keys.signer(build.tenantId, signingKey);
     if (!signer.ok) return { problem: `could not be signed: ${signer.message}` };
     // Every line the build printed is stored before the digest is taken; kiln's own provenance
     // lines come after the lines it covers.
@@ -177,7 +188,7 @@ export class ProvenanceService {
           name: document.kind === 'sbom' ? `sbom.${document.format}` : 'scan',
           uri: `${publicUrl}/api/v1/builds/${build.id}/${document.kind}`,
           mediaType: mediaTypeOf(document.format),
-          digest: `sha256:${sha256(document.bytes)}`,
+          digest: sha256Digest(document.bytes),
         })),
       },
     };
@@ -318,8 +329,7 @@ function attachTargets(pushed: PushedImages | undefined): AttachTarget[] {
  * very same manifest.
  */
 function bundleAnnotations(bundle: string, stored: Date): Record<string, string> {
-  const envelope = (JSON.parse(bundle) as { dsseEnvelope: { payload: string } }).dsseEnvelope;
-  const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as {
+  const statement = envelopeStatement(JSON.parse(bundle) as SignedBundle) as {
     predicateType: string;
     predicate?: { runDetails?: { metadata?: { finishedOn?: string } } };
   };
@@ -386,10 +396,6 @@ function parsedJson(bytes: Buffer): unknown {
   } catch {
     return undefined;
   }
-}
-
-function sha256(bytes: Buffer): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }
 
 function messageOf(error: unknown): string {

@@ -79,9 +79,11 @@ export class SigningKeys {
     });
   }
 
-  /** The key the tenant signs with now; never throws for a key that cannot be had. */
-  async signer(tenantId: string): Promise<Signer> {
-    const { signingKey } = await this.repository.settings(tenantId);
+  /**
+   * The key the tenant signs with now, given its settings' `signingKey` (a secret reference, or
+   * null for kiln's generated key); never throws for a key that cannot be had.
+   */
+  signer(tenantId: string, signingKey: string | null): Promise<Signer> {
     if (signingKey !== null) return this.fromManager(tenantId, signingKey);
     return this.generated(tenantId);
   }
