@@ -8,6 +8,7 @@ import { BuildLogsRepository } from '../src/logs/build-logs.repository.js';
 import { LogSink } from '../src/logs/log-sink.js';
 import {
   BuildLogFollower,
+  FollowerBudget,
   type FollowOutcome,
   type LogFollowerDeps,
   type LogFollowerOptions,
@@ -29,6 +30,8 @@ const FAST: LogFollowerOptions = {
   retryBaseMs: 20,
   retryMaxMs: 200,
   maxUnansweredLines: 10_000,
+  maxHeldLines: 50_000,
+  maxHeldChars: 32 * 1024 * 1024,
 };
 
 noteDoubleOnly('the pod log follower');
@@ -123,6 +126,7 @@ describe(BuildLogFollower.name, () => {
       options?: LogFollowerOptions;
       sink?: LogFollowerDeps['sink'];
       claim?: LogFollowerDeps['claim'];
+      budget?: FollowerBudget;
     } = {},
   ): { follower: BuildLogFollower; done: Promise<FollowOutcome> } {
     const names = containersInOrder(podNamed(pod)!);
@@ -133,6 +137,7 @@ describe(BuildLogFollower.name, () => {
         cursors: kiln.app.get(BuildLogsRepository),
         logger: kiln.logs.logger,
         ...(overrides.claim === undefined ? {} : { claim: overrides.claim }),
+        ...(overrides.budget === undefined ? {} : { budget: overrides.budget }),
       },
       { buildId, namespace: NS, pod, containers: names.map((name) => ({ name })) },
       overrides.options ?? FAST,
@@ -220,6 +225,82 @@ describe(BuildLogFollower.name, () => {
     const built = (await stored(buildId)).map((l) => l.message);
     expect(built.slice(0, n)).toEqual(Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)));
     expect(verifyCrc(built)).toBe(true);
+  }, 60_000);
+
+  it('hands lines read while an append is out to LogSink together: one append per round trip, not per chunk', async () => {
+    const n = 6_000;
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 20_000, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const sink = kiln.app.get(LogSink);
+    const appends: number[] = [];
+    // Each append takes 50 ms: the pod prints ~1,000 lines meanwhile, in many chunks.
+    const slow: LogFollowerDeps['sink'] = {
+      append: async (id, lines) => {
+        appends.push(lines.length);
+        await sleep(50);
+        return sink.append(id, lines);
+      },
+    };
+
+    await follow(buildId, pod, { sink: slow }).done;
+
+    const built = (await stored(buildId)).map((l) => l.message);
+    expect(built.slice(0, n)).toEqual(Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)));
+    expect(verifyCrc(built)).toBe(true);
+    // 20,000 lines/s for 0.3 s at 50 ms an append: about 6–10 appends (a chunk is ~10 lines).
+    expect(appends.length).toBeLessThan(40);
+    expect(Math.max(...appends)).toBeGreaterThan(100);
+  }, 60_000);
+
+  it('bounds what all followers of a process hold together: past the shared budget each reads on only once its own lines are answered, none lost', async () => {
+    const n = 8_000;
+    const pods = 4;
+    const bound = 500;
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 40_000, printCrc: true });
+    const budget = new FollowerBudget({ maxHeldLines: bound, maxHeldChars: 1024 * 1024 });
+    const sink = kiln.app.get(LogSink);
+    const slow: LogFollowerDeps['sink'] = {
+      append: async (id, lines) => {
+        await sleep(20);
+        return sink.append(id, lines);
+      },
+    };
+    const builds = await Promise.all(
+      Array.from({ length: pods }, async () => ({
+        buildId: await newBuild(),
+        pod: await runPod([{ name: 'build', image: BUILDER }]),
+      })),
+    );
+    let most = 0;
+    let sampling = true;
+    void (async () => {
+      while (sampling) {
+        most = Math.max(most, budget.held.lines);
+        await sleep(2);
+      }
+    })();
+
+    await Promise.all(
+      builds.map(
+        ({ buildId, pod }) =>
+          follow(buildId, pod, { options: { ...FAST, stallMs: 5_000 }, sink: slow, budget }).done,
+      ),
+    );
+    sampling = false;
+
+    // Past the bound each follower hands on at most the chunk it read last (undici's chunks of
+    // these ~30-byte lines held up to ~3,400 of them here). Without the budget each follower
+    // would read on to its own 10,000: all 4 × 8,000 lines would be held at once.
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(bound + pods * 4_000);
+    expect(budget.held).toEqual({ lines: 0, chars: 0 });
+    for (const { buildId } of builds) {
+      const built = (await stored(buildId)).map((l) => l.message);
+      expect(built.slice(0, n)).toEqual(
+        Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)),
+      );
+    }
   }, 60_000);
 
   it('OP-10 lets one follower at a time store a build’s log: a second waits for the first’s claim, then goes on from what is stored', async () => {

@@ -178,6 +178,71 @@ describe(BuildLogsRepository.name, () => {
     ]);
   });
 
+  it('appends the lines of many builds in one statement: each after its known count, with dense seqs and a NOTIFY each; a stale count, the cap or a deleted build is not taken', async () => {
+    const [fresh, stale, capped, deleted] = await Promise.all([
+      newBuild(),
+      newBuild(),
+      newBuild(),
+      newBuild(),
+    ]);
+    for (const id of [fresh, stale, capped, deleted])
+      await logs.append(id, [line('a'), line('b')], 1_000_000, marker);
+    await logs.append(stale, [line('another writer')], 1_000_000, marker);
+    await dataSource.query('DELETE FROM builds WHERE id = $1', [deleted]);
+    const listener = new pg.Client({ connectionString: urlOf(dataSource) });
+    await listener.connect();
+    const notified: string[] = [];
+    listener.on('notification', (n) => notified.push(n.payload ?? ''));
+    await listener.query(`LISTEN ${LOG_CHANNEL}`);
+    try {
+      const results = await logs.appendToMany([
+        { buildId: fresh, lines: [line('c'), line('d')], knownLogLines: 2, capBytes: 1_000_000 },
+        { buildId: stale, lines: [line('lost?')], knownLogLines: 2, capBytes: 1_000_000 },
+        { buildId: capped, lines: [line('too long')], knownLogLines: 2, capBytes: 5 },
+        { buildId: deleted, lines: [line('gone')], knownLogLines: 2, capBytes: 1_000_000 },
+      ]);
+      await until(() => notified.length === 1);
+
+      expect(results).toEqual([
+        { stored: 2, dropped: 0, lastSeq: 3, truncated: false },
+        'not-taken',
+        'not-taken',
+        'not-taken',
+      ]);
+      expect(notified).toEqual([`${fresh}:3`]);
+    } finally {
+      await listener.end();
+    }
+    const messages = async (id: string) =>
+      (await logs.page(id, 0, 10)).lines.map((l) => [l.seq, l.message]);
+    expect(await messages(fresh)).toEqual([
+      [0, 'a'],
+      [1, 'b'],
+      [2, 'c'],
+      [3, 'd'],
+    ]);
+    expect(await messages(stale)).toEqual([
+      [0, 'a'],
+      [1, 'b'],
+      [2, 'another writer'],
+    ]);
+    expect(await messages(capped)).toEqual([
+      [0, 'a'],
+      [1, 'b'],
+    ]);
+    expect(
+      await dataSource.query(
+        'SELECT count(*)::int AS n FROM build_log_lines WHERE build_id = $1 AND seq >= 2',
+        [deleted],
+      ),
+    ).toEqual([{ n: 0 }]);
+    expect(
+      await dataSource.query('SELECT lines, bytes::int FROM build_logs WHERE build_id = $1', [
+        fresh,
+      ]),
+    ).toEqual([{ lines: 4, bytes: 4 }]);
+  });
+
   it('stores nothing for a build that does not exist', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
 

@@ -25,6 +25,17 @@ export interface AppendOptions {
   readonly knownLogLines?: number;
 }
 
+/** One build's lines for {@link BuildLogsRepository.appendToMany}. */
+export interface ManyAppendEntry {
+  readonly buildId: string;
+  /** At least one line. */
+  readonly lines: readonly NewLogLine[];
+  /** How many lines the build had after this process's last append to it. */
+  readonly knownLogLines: number;
+  /** The build's log cap: the whole batch fits under it, or the entry is not taken. */
+  readonly capBytes: number;
+}
+
 export interface AppendResult {
   /** Lines stored by this call (the truncation marker included). */
   readonly stored: number;
@@ -63,8 +74,12 @@ function unnestColumns(
     lines.map((l) => l.ts.toISOString()),
     lines.map((l) => l.level),
     lines.map((l) => l.message),
-    lines.map((l) => (l.metadata === null ? null : JSON.stringify(l.metadata))),
+    lines.map((l) => metadataText(l.metadata)),
   ];
+}
+
+function metadataText(metadata: Record<string, string> | null): string | null {
+  return metadata === null ? null : JSON.stringify(metadata);
 }
 
 function isUniqueViolation(error: unknown): boolean {
@@ -275,6 +290,95 @@ export class BuildLogsRepository {
         throw new UncertainCommitError(first + lines.length, error, lines.at(-1));
       throw error;
     }
+  }
+
+  /**
+   * Appends the lines of many builds in one statement (one round trip, one commit): each entry's
+   * lines go after exactly `knownLogLines` stored ones, when its whole batch fits under the cap,
+   * as appendInOneStatement does for one build. Each entry's counter row is updated only while it
+   * still says `knownLogLines` lines, and its lines are inserted and NOTIFY sent for it in the same
+   * statement. Answers, per entry in order, its result or `not-taken` (a stale count, the cap, a
+   * build gone): `append` decides those one by one. Entries must name distinct builds.
+   *
+   * Only counter rows are updated and no foreign key is checked (build_log_lines has none), so a
+   * build deleted meanwhile is not-taken, never an error that fails the others. The statement
+   * commits by itself: a connection that fails meanwhile leaves each entry uncertain, as
+   * appendInOneStatement's (AppendGroups makes the UncertainCommitError of each).
+   */
+  async appendToMany(
+    entries: readonly ManyAppendEntry[],
+  ): Promise<Array<AppendResult | 'not-taken'>> {
+    if (entries.length === 0) return [];
+    const builds = new Set<string>();
+    const index: number[] = [];
+    const ts: string[] = [];
+    const levels: string[] = [];
+    const messages: string[] = [];
+    const metadata: Array<string | null> = [];
+    const firsts: number[] = [];
+    const bytes: number[] = [];
+    for (const [at, entry] of entries.entries()) {
+      if (builds.has(entry.buildId))
+        throw new Error(`build ${entry.buildId} is twice in one group`);
+      builds.add(entry.buildId);
+      firsts.push(ts.length + 1);
+      let size = 0;
+      for (const line of entry.lines) {
+        index.push(at);
+        ts.push(line.ts.toISOString());
+        levels.push(line.level);
+        messages.push(line.message);
+        metadata.push(metadataText(line.metadata));
+        size += Buffer.byteLength(line.message, 'utf8');
+      }
+      bytes.push(size);
+    }
+    const rows = await this.dataSource.query<Array<{ at: number }>>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::int[], $2::uuid[], $3::int[], $4::bigint[], $5::int[], $6::int[],
+                              $7::bigint[])
+                  AS i(at, build_id, n, bytes, known, first, cap)),
+       counter AS (
+         UPDATE build_logs b SET lines = b.lines + i.n, bytes = b.bytes + i.bytes
+           FROM input i
+          WHERE b.build_id = i.build_id AND b.lines = i.known AND NOT b.truncated
+            AND b.bytes + i.bytes <= i.cap
+         RETURNING i.at, b.build_id, i.known, i.first, i.n),
+       stored AS (
+         INSERT INTO build_log_lines (build_id, seq, ts, level, message, metadata)
+         SELECT c.build_id, c.known + (t.ord - c.first)::int, t.ts, t.level, t.message, t.metadata
+           FROM unnest($8::int[], $9::timestamptz[], $10::text[], $11::text[], $12::jsonb[])
+                  WITH ORDINALITY AS t(at, ts, level, message, metadata, ord)
+           JOIN counter c ON c.at = t.at)
+       SELECT c.at, pg_notify($13::text, c.build_id::text || ':' || (c.known + c.n - 1)::text)
+         FROM counter c`,
+      [
+        entries.map((_, at) => at),
+        entries.map((e) => e.buildId),
+        entries.map((e) => e.lines.length),
+        bytes,
+        entries.map((e) => e.knownLogLines),
+        firsts,
+        entries.map((e) => e.capBytes),
+        index,
+        ts,
+        levels,
+        messages,
+        metadata,
+        LOG_CHANNEL,
+      ],
+    );
+    const taken = new Set(rows.map((row) => Number(row.at)));
+    return entries.map((entry, at) =>
+      taken.has(at)
+        ? {
+            stored: entry.lines.length,
+            dropped: 0,
+            lastSeq: entry.knownLogLines + entry.lines.length - 1,
+            truncated: false,
+          }
+        : 'not-taken',
+    );
   }
 
   /**

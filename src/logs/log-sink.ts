@@ -14,6 +14,7 @@ import {
   type NewLogLine,
   UncertainCommitError,
 } from './build-logs.repository.js';
+import { AppendGroups } from './append-groups.js';
 import { MAX_LINE_BYTES } from './line-splitter.js';
 import {
   Backlog,
@@ -106,6 +107,8 @@ export class LogSink implements OnModuleDestroy {
   /** Builds whose lines wait in memory for the database. */
   private readonly backlogs = new Map<string, Backlog>();
   private readonly limits: LogBufferLimits;
+  /** Appends of many builds that wait for the database go in one statement. */
+  private readonly groups: AppendGroups;
 
   constructor(
     private readonly logs: BuildLogsRepository,
@@ -117,6 +120,7 @@ export class LogSink implements OnModuleDestroy {
     @Optional() private readonly metrics?: Metrics,
   ) {
     this.limits = { ...DEFAULT_LOG_BUFFER_LIMITS, ...limits };
+    this.groups = new AppendGroups(logs);
     this.registerProcessSecrets(kilnSecrets(config, logs.connectionUrl()));
   }
 
@@ -313,7 +317,7 @@ export class LogSink implements OnModuleDestroy {
     const known = this.knownLines.get(buildId);
     const timer = this.metrics?.startTimer('kiln_log_append_duration_seconds');
     try {
-      result = await this.logs.append(
+      result = await this.groups.append(
         buildId,
         lines.map((l) => l.line),
         this.config.logMaxBytesPerBuild,

@@ -1,7 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { BUILD_METHODS } from '../../build-methods/methods.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
-import { BuildLogFollower } from './log-follower.js';
+import { BuildLogFollower, FollowerBudget } from './log-follower.js';
 import { containerStates, containersInOrder } from './pod-state.js';
 import type { ReconcilerDeps } from './reconciler-ports.js';
 
@@ -46,12 +46,15 @@ export class LogDrains {
    */
   private readonly awaitingPod = new Map<string, number>();
   private readonly startedAt: number;
+  /** What all followers of this process hold together. */
+  readonly budget: FollowerBudget;
 
   constructor(
     private readonly deps: DrainDeps,
     private readonly now: () => number,
   ) {
     this.startedAt = now();
+    this.budget = new FollowerBudget(deps.settings.follower);
   }
 
   /**
@@ -187,7 +190,14 @@ export class LogDrains {
     const { logs, sink, cursors, logger, logClaim, settings } = this.deps;
     const containers = containersInOrder(pod);
     const follower = new BuildLogFollower(
-      { logs, sink, cursors, logger, ...(logClaim === undefined ? {} : { claim: logClaim }) },
+      {
+        logs,
+        sink,
+        cursors,
+        logger,
+        budget: this.budget,
+        ...(logClaim === undefined ? {} : { claim: logClaim }),
+      },
       {
         buildId: record.id,
         namespace,

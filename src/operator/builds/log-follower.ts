@@ -62,6 +62,8 @@ export interface LogFollowerDeps {
     containerCursor(buildId: string, container: string): Promise<LogCursor | undefined>;
   };
   readonly logger: Logger;
+  /** What every follower of the process holds together (none: this follower's own bound only). */
+  readonly budget?: FollowerBudget;
   /**
    * One follower per build across operator processes: it follows only while it holds the build's
    * claim (renewed every third of `ttlMs`), so two operators that both believe they lead do not
@@ -85,16 +87,58 @@ export interface LogFollowerOptions {
    * until they are stored (backpressure).
    */
   readonly maxUnansweredLines: number;
+  /**
+   * The same for every follower of the process together ({@link FollowerBudget}): past this many
+   * lines or characters read and not yet answered, each follower reads on only once its own are.
+   */
+  readonly maxHeldLines: number;
+  readonly maxHeldChars: number;
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
 }
 
+/** Lines a follower hands LogSink in one append at most. */
+const MAX_APPEND_LINES = 5_000;
+
 export const DEFAULT_LOG_FOLLOWER_OPTIONS: LogFollowerOptions = {
   stallMs: 30_000,
   maxUnansweredLines: 10_000,
+  maxHeldLines: 50_000,
+  maxHeldChars: 32 * 1024 * 1024,
   retryBaseMs: 250,
   retryMaxMs: 5_000,
 };
+
+/**
+ * Log text the followers of one process have read from pods and LogSink has not answered yet.
+ * Past its bounds every follower waits for its own lines before it reads on, so a database that
+ * stores slower than pods print keeps the backlog in the kubelets' log files, not in this heap.
+ */
+export class FollowerBudget {
+  private lines = 0;
+  private chars = 0;
+
+  constructor(private readonly limits: Pick<LogFollowerOptions, 'maxHeldLines' | 'maxHeldChars'>) {}
+
+  take(chars: number): void {
+    this.lines++;
+    this.chars += chars;
+  }
+
+  give(chars: number): void {
+    this.lines--;
+    this.chars -= chars;
+  }
+
+  get exceeded(): boolean {
+    return this.lines > this.limits.maxHeldLines || this.chars > this.limits.maxHeldChars;
+  }
+
+  /** What is held now: for tests and the bench. */
+  get held(): { lines: number; chars: number } {
+    return { lines: this.lines, chars: this.chars };
+  }
+}
 
 export interface FollowOutcome {
   /** Every container was read to its end. */
@@ -129,6 +173,9 @@ export class BuildLogFollower {
   private unanswered = 0;
   /** Containers given up on by `abandon`, each with its marker line. */
   private abandoned = 0;
+  /** Lines read while an append was out: the next append's. */
+  private pending: LogLineInput[] = [];
+  private appending = false;
 
   constructor(
     private readonly deps: LogFollowerDeps,
@@ -386,7 +433,12 @@ export class BuildLogFollower {
         (text) => {
           armStall();
           this.hand(container, session.take(text));
-          if (this.unanswered <= this.options.maxUnansweredLines && !this.held) return undefined;
+          if (
+            this.unanswered <= this.options.maxUnansweredLines &&
+            !this.held &&
+            this.deps.budget?.exceeded !== true
+          )
+            return undefined;
           // Paused on kiln's side is not a stalled stream.
           clearTimeout(timer);
           return this.catchUp().then(armStall);
@@ -421,19 +473,45 @@ export class BuildLogFollower {
     this.append(batch);
   }
 
-  /** Appends after the previous append, noting whether LogSink stored the lines or holds them. */
+  /**
+   * Hands lines to LogSink after what was handed before. While an append is out, lines read
+   * meanwhile wait here and go in the next append together (up to MAX_APPEND_LINES): a stream
+   * read in many small chunks costs one append per database round trip, not one per chunk.
+   */
   private append(lines: readonly LogLineInput[]): void {
-    const buildId = this.target.buildId;
     this.unanswered += lines.length;
-    this.writing = this.writing
-      .catch(() => undefined)
-      .then(async () => {
+    for (const line of lines) {
+      this.pending.push(line);
+      this.deps.budget?.take(line.text.length);
+    }
+    if (!this.appending) {
+      this.appending = true;
+      this.writing = this.appendPending();
+    }
+  }
+
+  /** Appends what is pending until nothing is, noting whether LogSink stored or holds it. */
+  private async appendPending(): Promise<void> {
+    try {
+      while (this.pending.length > 0) {
+        const batch = this.pending.splice(0, MAX_APPEND_LINES);
         try {
-          if ((await this.deps.sink.append(buildId, lines)).buffered) this.held = true;
+          if ((await this.deps.sink.append(this.target.buildId, batch)).buffered) this.held = true;
+        } catch (error) {
+          // LogSink refused the lines for good (the build is gone): nothing to retry.
+          this.deps.logger.warn(
+            { err: error, build_id: this.target.buildId, lines: batch.length },
+            'log lines could not be stored',
+          );
         } finally {
-          this.unanswered -= lines.length;
+          this.unanswered -= batch.length;
+          const budget = this.deps.budget;
+          if (budget !== undefined) for (const line of batch) budget.give(line.text.length);
         }
-      });
+      }
+    } finally {
+      this.appending = false;
+    }
   }
 
   /**
