@@ -1,0 +1,71 @@
+import type { LogCursor } from './log-follower.js';
+
+export interface ParsedLine {
+  readonly tsMs: number;
+  readonly text: string;
+}
+
+/**
+ * One stream's text turned into lines, with the duplicates of a reopened stream dropped: lines
+ * before the cursor's timestamp, and the first `seen` lines at exactly that timestamp.
+ */
+export class StreamSession {
+  terminatedAtOpen = false;
+  private partial = '';
+  private readonly base: number | undefined;
+  private skip: number;
+
+  constructor(public cursor: LogCursor | undefined) {
+    this.base = cursor?.tsMs;
+    this.skip = cursor?.seen ?? 0;
+  }
+
+  take(text: string): ParsedLine[] {
+    const parts = (this.partial + text).split('\n');
+    this.partial = parts.pop() ?? '';
+    return parts.flatMap((raw) => this.accept(raw));
+  }
+
+  /** The last line of a finished stream may have no newline. */
+  finish(): ParsedLine[] {
+    const rest = this.partial;
+    this.partial = '';
+    return rest === '' ? [] : this.accept(rest);
+  }
+
+  /** A broken stream's unfinished line comes again when the stream is reopened. */
+  dropPartial(): void {
+    this.partial = '';
+  }
+
+  private accept(raw: string): ParsedLine[] {
+    const line = parseTimestamped(raw.endsWith('\r') ? raw.slice(0, -1) : raw);
+    if (line === undefined) return [];
+    if (this.base !== undefined) {
+      if (line.tsMs < this.base) return [];
+      if (line.tsMs === this.base && this.skip > 0) {
+        this.skip--;
+        return [];
+      }
+    }
+    this.cursor =
+      this.cursor !== undefined && this.cursor.tsMs === line.tsMs
+        ? { tsMs: line.tsMs, seen: this.cursor.seen + 1 }
+        : { tsMs: line.tsMs, seen: 1 };
+    return [line];
+  }
+}
+
+const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
+
+/** `2026-11-23T03:00:00.123456789Z text` → ms and text; undefined when there is no timestamp. */
+export function parseTimestamped(raw: string): ParsedLine | undefined {
+  const space = raw.indexOf(' ');
+  const stamp = space === -1 ? raw : raw.slice(0, space);
+  const match = TIMESTAMP.exec(stamp);
+  if (match === null) return undefined;
+  const [, seconds, fraction = '', zone] = match;
+  const tsMs = Date.parse(`${seconds}.${fraction.padEnd(3, '0').slice(0, 3)}${zone}`);
+  if (Number.isNaN(tsMs)) return undefined;
+  return { tsMs, text: space === -1 ? '' : raw.slice(space + 1) };
+}
