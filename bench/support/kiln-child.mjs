@@ -10,12 +10,51 @@ import { createApp } from '../../dist/app.factory.js';
 import { createLogger } from '../../dist/common/logger.js';
 import { loadConfig } from '../../dist/config/config.js';
 import { openDatabase } from '../../dist/database/database.js';
+import { PodLogs } from '../../dist/kubernetes/pod-logs.js';
+import { LogSink } from '../../dist/logs/log-sink.js';
 import { BuildOperator } from '../../dist/operator/build-operator.js';
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 // The bench is gone (killed): so is its kiln.
 process.on('disconnect', () => process.exit(1));
+
+/**
+ * The way of a traced build's lines through kiln (the bench's `traceLogs`): for each kubelet
+ * timestamp (ms, the key the WebSocket clients also read), when kiln's follower first read a
+ * line of it from the pod's log stream and when LogSink's append of it was answered (stored).
+ * Wall-clock ms, as the double stamps lines. Two wrappers, only on the traced builds' lines.
+ */
+const traced = new Map();
+const wallMs = () => performance.timeOrigin + performance.now();
+function traceOf(podOrBuild) {
+  for (const [id, trace] of traced)
+    if (podOrBuild.startsWith(`kiln-${id}`) || podOrBuild === id) return trace;
+  return undefined;
+}
+const stream = PodLogs.prototype.stream;
+PodLogs.prototype.stream = function (ref, options, onText, signal) {
+  const trace = ref.container === 'build' ? traceOf(ref.pod) : undefined;
+  if (trace === undefined) return stream.call(this, ref, options, onText, signal);
+  let partial = '';
+  return stream.call(
+    this,
+    ref,
+    options,
+    (text) => {
+      const at = wallMs();
+      const parts = (partial + text).split('\n');
+      partial = parts.pop() ?? '';
+      for (const raw of parts) {
+        // `2026-11-28T15:00:00.123456789Z text`: kiln keeps the milliseconds.
+        const key = Date.parse(`${raw.slice(0, 23)}Z`);
+        if (!Number.isNaN(key) && !trace.read.has(key)) trace.read.set(key, at);
+      }
+      return onText(text);
+    },
+    signal,
+  );
+};
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
@@ -36,6 +75,29 @@ if (config.role !== 'api') {
     if (times === undefined) starts.set(key, (times = []));
     times.push(nowMs());
     return reconcile(key, signal);
+  };
+}
+
+if (config.role !== 'api') {
+  const sink = app.get(LogSink);
+  const append = sink.append.bind(sink);
+  sink.append = (buildId, lines) => {
+    const result = append(buildId, lines);
+    const trace = traced.get(buildId);
+    if (trace !== undefined && lines.length > 0) {
+      void result.then(
+        () => {
+          const at = wallMs();
+          for (const line of lines) {
+            if (line.container !== 'build' || line.ts === undefined) continue;
+            const key = line.ts.getTime();
+            if (!trace.stored.has(key)) trace.stored.set(key, at);
+          }
+        },
+        () => undefined,
+      );
+    }
+    return result;
   };
 }
 
@@ -73,6 +135,21 @@ const commands = {
   /** Reconcile start times of the keys asked for (all when none is). */
   reconciles: ({ keys } = {}) =>
     Object.fromEntries((keys ?? [...starts.keys()]).map((key) => [key, starts.get(key) ?? []])),
+  /** Starts tracing these builds' lines (see `traced`). */
+  traceLogs: ({ buildIds }) => {
+    for (const id of buildIds) traced.set(id, { read: new Map(), stored: new Map() });
+    return traced.size;
+  },
+  /** Per traced build: [kubelet ms, read at, stored at] of each timestamp seen. */
+  tracedLogs: () =>
+    Object.fromEntries(
+      [...traced].map(([id, trace]) => [
+        id,
+        [...trace.read].map(([key, read]) => [key, read, trace.stored.get(key) ?? null]),
+      ]),
+    ),
+  /** The log append groups LogSink sent (a private field, read for the bench's report). */
+  ingest: () => app.get(LogSink).groups?.sent ?? null,
   stop: () => {
     void stop();
     return true;

@@ -243,6 +243,43 @@ describe(BuildLogsRepository.name, () => {
     ).toEqual([{ lines: 4, bytes: 4 }]);
   });
 
+  it('stores lines of many builds byte for byte: tabs, newlines, backslashes, COPY markers, quotes in metadata, any script', async () => {
+    const id = await newBuild();
+    await logs.append(id, [line('first')], 1_000_000, marker);
+    const texts = [
+      'a\tb',
+      'line\nbreak\r\n',
+      'back\\slash \\N \\. \\t',
+      '\\.',
+      '\\N',
+      '',
+      'naïve — 日本語 🚀',
+      '"quoted" \'single\'',
+    ];
+    const lines: NewLogLine[] = texts.map((message, i) => ({
+      ts: new Date(Date.UTC(2026, 10, 28, 12, 0, 0, i)),
+      level: i % 2 === 0 ? 'WARN' : 'INFO',
+      message,
+      metadata: i === 0 ? null : { container: 'build', step: `"${i}"\t\\` },
+    }));
+
+    const [result] = await logs.appendToMany([
+      { buildId: id, lines, knownLogLines: 1, capBytes: 1_000_000 },
+    ]);
+
+    expect(result).toEqual({ stored: 8, dropped: 0, lastSeq: 8, truncated: false });
+    const page = await logs.page(id, 1, 10);
+    expect(
+      page.lines.map(({ seq, ts, level, message, metadata }) => ({
+        seq,
+        ts,
+        level,
+        message,
+        metadata,
+      })),
+    ).toEqual(lines.map((l, i) => ({ seq: i + 1, ...l })));
+  });
+
   it('stores nothing for a build that does not exist', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
 

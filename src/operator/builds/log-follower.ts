@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { BuilderFormat } from '../../manifest/formats.js';
 import type { LogLineInput } from '../../logs/log-sink.js';
 import { jitteredDelay } from '../runtime/backoff.js';
-import { type ParsedLine, StreamSession } from './stream-session.js';
+import { type LogCursor, type ParsedLine, StreamSession } from './stream-session.js';
 
 /** What the reconciler last saw of one container of the build's pod. */
 export type ContainerState =
@@ -15,13 +15,7 @@ export type ContainerState =
   /** The pod is gone: what was not read is lost. */
   | 'gone';
 
-/** Where reading a container's log resumes: the last line handed on, as (ms, count at that ms). */
-export interface LogCursor {
-  /** Timestamp (ms) of the last line stored for the container. */
-  readonly tsMs: number;
-  /** How many of the container's lines carry exactly that timestamp. */
-  readonly seen: number;
-}
+export type { LogCursor } from './stream-session.js';
 
 export interface FollowedContainer {
   readonly name: string;

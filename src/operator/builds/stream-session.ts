@@ -1,4 +1,10 @@
-import type { LogCursor } from './log-follower.js';
+/** Where reading a container's log resumes: the last line handed on, as (ms, count at that ms). */
+export interface LogCursor {
+  /** Timestamp (ms) of the last line stored for the container. */
+  readonly tsMs: number;
+  /** How many of the container's lines carry exactly that timestamp. */
+  readonly seen: number;
+}
 
 export interface ParsedLine {
   readonly tsMs: number;

@@ -1,0 +1,73 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import copyStreams from 'pg-copy-streams';
+import type { EntityManager } from 'typeorm';
+
+/**
+ * Log lines into build_log_lines by COPY FROM STDIN in its text format, for
+ * BuildLogsRepository.appendToMany: every column written as Postgres reads it back.
+ */
+
+/** A line as build_log_lines stores it (BuildLogsRepository's NewLogLine). */
+interface CopiedLine {
+  readonly ts: Date;
+  readonly level: string;
+  readonly message: string;
+  readonly metadata: Record<string, string> | null;
+}
+
+/** One build's lines, stored from seq `knownLogLines` on. */
+interface CopiedEntry {
+  readonly buildId: string;
+  readonly knownLogLines: number;
+  readonly lines: readonly CopiedLine[];
+}
+
+/** One row of COPY's text format: tab between columns, `\N` for null, the rest escaped. */
+function copyRow(buildId: string, seq: number, line: CopiedLine): string {
+  const metadata = line.metadata === null ? '\\N' : copyText(JSON.stringify(line.metadata));
+  return `${buildId}\t${seq}\t${line.ts.toISOString()}\t${line.level}\t${copyText(line.message)}\t${metadata}\n`;
+}
+
+const COPY_SPECIAL = /[\\\n\r\t]/;
+const COPY_ESCAPES: Record<string, string> = {
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+};
+
+/** Text as COPY's text format reads it: backslash, newline, carriage return and tab escaped. */
+function copyText(text: string): string {
+  return COPY_SPECIAL.test(text) ? text.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c]!) : text;
+}
+
+/**
+ * The entries' lines into build_log_lines by COPY, on the transaction's connection, in pieces of
+ * at most 1 MiB (COPY streams them; one string of every line would be held at once).
+ */
+export async function copyLines(manager: EntityManager, entries: readonly CopiedEntry[]) {
+  const client = (manager.queryRunner as unknown as { databaseConnection: pg.PoolClient })
+    .databaseConnection;
+  const copy = client.query(
+    copyStreams.from(
+      'COPY build_log_lines (build_id, seq, ts, level, message, metadata) FROM STDIN',
+    ),
+  );
+  await pipeline(Readable.from(copyChunks(entries)), copy);
+}
+
+function* copyChunks(entries: readonly CopiedEntry[]): Generator<string> {
+  let chunk = '';
+  for (const entry of entries) {
+    for (const [i, line] of entry.lines.entries()) {
+      chunk += copyRow(entry.buildId, entry.knownLogLines + i, line);
+      if (chunk.length >= 1024 * 1024) {
+        yield chunk;
+        chunk = '';
+      }
+    }
+  }
+  if (chunk !== '') yield chunk;
+}
