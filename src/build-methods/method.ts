@@ -25,6 +25,12 @@ export interface DockerfilePlan {
   readonly buildArgs: Readonly<Record<string, string>>;
   readonly target: string | undefined;
   readonly platforms: readonly string[];
+  /**
+   * Whether the local runner may reuse and keep layers in the project's layer cache: on unless
+   * the manifest says `cache: false` (docs/adr/0055-local-layer-cache.md). On Kubernetes, kaniko
+   * and buildx read `cache` themselves (a registry cache, off unless `cache: true`).
+   */
+  readonly layerCache: boolean;
 }
 
 /** What the local runner does for one build (pure data, decided from the spec alone). */
@@ -102,6 +108,7 @@ export function dockerfilePlan(
     buildArgs,
     target: spec.config.target,
     platforms: spec.config.platforms ?? [],
+    layerCache: spec.config.cache !== false,
   };
 }
 

@@ -52,7 +52,22 @@ describe(localPlanOf.name, () => {
         buildArgs: { CI: 'override', A: '1' },
         target: 'run',
         platforms: [],
+        layerCache: true,
       },
+    ],
+    [
+      'kaniko: cache: false keeps the local runner off the layer cache',
+      specOf('kaniko', {
+        dockerfile: 'FROM scratch\n',
+        cache: false,
+        registry_repository: 'reg.io/team/app',
+      }),
+      { kind: 'dockerfile', layerCache: false },
+    ],
+    [
+      'buildx: cache: true is the layer cache too',
+      specOf('buildx', { dockerfile: 'FROM scratch\n', cache: true }),
+      { kind: 'dockerfile', layerCache: true },
     ],
     [
       'buildx: platforms pass through',
@@ -116,6 +131,7 @@ describe(localPlanOf.name, () => {
         dockerfile: undefined,
         dockerfilePath: 'Dockerfile',
         buildArgs: { A: '1' },
+        layerCache: true,
       },
     ],
   ])('%s', (_name, spec, plan) => {

@@ -147,6 +147,11 @@ export class KilnConfig {
   readonly localInsecureRegistries!: readonly string[];
   /** Local runner: containers auth file (auth.json) with registry credentials. */
   readonly localAuthFile!: string | undefined;
+  /**
+   * Local runner: the bytes all project layer caches may hold together; least recently used
+   * caches are evicted past it (docs/adr/0055-local-layer-cache.md). 0: no layer cache.
+   */
+  readonly localCacheMaxBytes!: number;
   /** Grace between SIGTERM and SIGKILL when a build is cancelled. */
   readonly cancelGraceMs!: number;
   /**

@@ -26,7 +26,13 @@ export function readRunner(read: EnvReader, kube: KubeLocation): RunnerKind {
   return runner;
 }
 
-/** The local runner: parallel builds, where images go, how a cancelled child is stopped. */
+/** KILN_LOCAL_CACHE_MAX_BYTES's default: 10 GiB of project layer caches. */
+export const LOCAL_CACHE_MAX_BYTES = 10 * 2 ** 30;
+
+/**
+ * The local runner: parallel builds, where images go, how a cancelled child is stopped, how much
+ * disk its layer caches may hold.
+ */
 export function readLocalRunner(read: EnvReader) {
   const localMaxParallel = read.integer('KILN_LOCAL_MAX_PARALLEL', 2, 1, 64);
   const localRegistry = read.value('KILN_LOCAL_REGISTRY');
@@ -42,6 +48,8 @@ export function readLocalRunner(read: EnvReader) {
     localInsecureRegistries: read.list('KILN_LOCAL_INSECURE_REGISTRIES'),
     localAuthFile: read.value('KILN_LOCAL_AUTHFILE'),
     cancelGraceMs: read.integer('KILN_CANCEL_GRACE_SECONDS', 10, 0, 600) * 1000,
+    // Up to 1 PiB; 0 turns the layer cache off.
+    localCacheMaxBytes: read.integer('KILN_LOCAL_CACHE_MAX_BYTES', LOCAL_CACHE_MAX_BYTES, 0, 2 ** 50),
     childEnvironment: childEnvironmentOf(read.env),
   };
 }
