@@ -49,7 +49,12 @@ export function readLocalRunner(read: EnvReader) {
     localAuthFile: read.value('KILN_LOCAL_AUTHFILE'),
     cancelGraceMs: read.integer('KILN_CANCEL_GRACE_SECONDS', 10, 0, 600) * 1000,
     // Up to 1 PiB; 0 turns the layer cache off.
-    localCacheMaxBytes: read.integer('KILN_LOCAL_CACHE_MAX_BYTES', LOCAL_CACHE_MAX_BYTES, 0, 2 ** 50),
+    localCacheMaxBytes: read.integer(
+      'KILN_LOCAL_CACHE_MAX_BYTES',
+      LOCAL_CACHE_MAX_BYTES,
+      0,
+      2 ** 50,
+    ),
     childEnvironment: childEnvironmentOf(read.env),
   };
 }

@@ -13,6 +13,7 @@ import { PackExecutor } from './local/executors/pack.executor.js';
 import { PackerExecutor } from './local/executors/packer.executor.js';
 import { S3_STORES, type S3Stores } from './local/executors/s3-stores.js';
 import { StepsExecutor } from './local/executors/steps.executor.js';
+import { LayerCaches } from './local/layer-caches.js';
 import { LocalRunner } from './local/local.runner.js';
 import { HostProcesses, Processes } from './local/processes.js';
 
@@ -27,6 +28,7 @@ const LOCAL_RUNNER: Provider[] = [
       (target) =>
         new S3ImageStore(target, config.externalCalls),
   },
+  LayerCaches,
   DockerfileExecutor,
   PackExecutor,
   PackerExecutor,

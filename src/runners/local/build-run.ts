@@ -7,6 +7,7 @@ import type { RunnableBuild } from '../build-runner.js';
 import { BuildFailure } from './build-failure.js';
 import type { ChildEnvironment, ChildTool } from './child-env.js';
 import type { ChildExit } from './child-process.js';
+import { buildahStorageArgs, type CacheLease } from './layer-caches.js';
 import type { Processes, StartedChild } from './processes.js';
 
 /** A child's output is spooled on disk up to this many times the log cap, then it is stopped. */
@@ -27,6 +28,8 @@ export interface ToolChild {
   readonly declared?: Variables;
   /** What kiln itself gives this one run (git's credential helper); wins over the machine's. */
   readonly own?: Variables;
+  /** Sees each line as it is printed, before masking (for kiln's own summaries). */
+  readonly watch?: (line: string) => void;
 }
 
 /** Any child of a build: a tool of the build proper, or a step's CLI. */
@@ -37,6 +40,7 @@ export interface BuildChild {
   readonly cwd: string;
   readonly format?: BuilderFormat | undefined;
   readonly environment: ChildEnvironment;
+  readonly watch?: ((line: string) => void) | undefined;
 }
 
 /** What every run of the local runner shares. */
@@ -63,6 +67,8 @@ export class BuildRun {
   images: PushedImages | undefined;
   /** What a packer build made, as its manifest post-processor lists it. */
   packer: PackerArtifacts | undefined;
+  /** The project's layer cache while the build holds it (docs/adr/0055-local-layer-cache.md). */
+  cache: CacheLease | undefined;
   /** Settles once the run has ended and is cleaned up. */
   finished: Promise<void> = Promise.resolve();
   private child: StartedChild | undefined;
@@ -77,6 +83,11 @@ export class BuildRun {
   /** Where the build's repository is checked out. */
   get source(): string {
     return join(this.dir, 'source');
+  }
+
+  /** buildah's store for this build: its project's layer cache, else a store of its own. */
+  get storage(): readonly string[] {
+    return this.cache?.storage ?? buildahStorageArgs(this.dir);
   }
 
   /** Cancelled or timed out: nothing more of the build should start. */
@@ -111,6 +122,7 @@ export class BuildRun {
       cwd: child.cwd,
       format,
       environment: { tool, declared, own },
+      watch: child.watch,
     });
     if (exit.outputLimitReached && !this.cancelled) {
       throw new BuildFailure(
@@ -125,11 +137,13 @@ export class BuildRun {
   async runChild(child: BuildChild): Promise<ChildExit> {
     if (this.timedOut) throw new BuildFailure('TimedOut', 'timed out');
     const buildId = this.build.id;
+    const { watch, ...start } = child;
     const started = this.parts.processes.start({
-      ...child,
+      ...start,
       buildDir: this.dir,
       maxOutputBytes: this.parts.maxOutputBytes,
       onLines: async (lines) => {
+        if (watch !== undefined) for (const line of lines) watch(line.text);
         await this.parts.sink.append(buildId, lines);
       },
     });

@@ -29,7 +29,7 @@ import { toolOf } from './build-plan.js';
 import { BuildRun, type BuildRunParts, OUTPUT_LIMIT_FACTOR } from './build-run.js';
 import { checkOut } from './checkout.js';
 import {
-  buildahStorageArgs,
+  buildImageName,
   DockerfileExecutor,
   HOST_PLATFORM,
 } from './executors/dockerfile.executor.js';
@@ -37,6 +37,7 @@ import { CANCELLED, type Pushed } from './executors/executor.js';
 import { PackExecutor } from './executors/pack.executor.js';
 import { PackerExecutor } from './executors/packer.executor.js';
 import { StepsExecutor } from './executors/steps.executor.js';
+import { buildahStorageArgs, LayerCaches } from './layer-caches.js';
 import { Processes } from './processes.js';
 import { type ProvenanceOutcome, ProvenanceService } from '../../provenance/provenance.service.js';
 
@@ -92,6 +93,7 @@ export class LocalRunner
     private readonly steps: StepsExecutor,
     private readonly admission: Admission,
     private readonly provenance: ProvenanceService,
+    private readonly caches: LayerCaches,
     dockerfile: DockerfileExecutor,
     pack: PackExecutor,
     packer: PackerExecutor,
@@ -119,9 +121,12 @@ export class LocalRunner
     for (const id of await this.lifecycle.runningWithRunner(RUNNER_PREFIX)) {
       if (this.runs.has(id)) continue;
       if (await exists(this.buildDir(id))) await this.cleanUp(id);
+      await this.sweepCacheOf(id);
       await this.lifecycle.fail(id, 'InternalError', RESTARTED).catch(() => undefined);
       this.logger.warn({ build_id: id }, 'failed a build left running by a previous kiln process');
     }
+    // The bound may have shrunk since the last run (0: no cache at all).
+    this.caches.evictLater();
   }
 
   async start(build: RunnableBuild): Promise<void> {
@@ -146,8 +151,23 @@ export class LocalRunner
     await run.finished; // clean-up done: no process or working container left
   }
 
+  /**
+   * The build's image leaves its project's layer cache (buildah also removes the untagged parent
+   * images no other image needs), and its directory goes (a store of its own, for builds that used
+   * none).
+   */
   async remove(build: RunnableBuild): Promise<void> {
     await this.cancel(build);
+    const cache = await this.caches.existing(build.tenantId, build.projectId);
+    if (cache !== undefined) {
+      try {
+        await this.processes.run('buildah', [...cache.storage, 'rmi', buildImageName(build.id)], {
+          tool: 'buildah',
+        });
+      } finally {
+        await this.caches.release(cache);
+      }
+    }
     await rm(this.buildDir(build.id), { recursive: true, force: true });
   }
 
@@ -158,6 +178,7 @@ export class LocalRunner
       this.waits.get(run.build.id)?.('cancelled');
       await run.stop(this.config.cancelGraceMs);
     }
+    await this.caches.settled();
   }
 
   /**
@@ -192,7 +213,7 @@ export class LocalRunner
         ? timedOut(build.spec.timeoutSeconds)
         : this.failureOf(build.id, error);
     } finally {
-      await this.cleanUp(build.id);
+      await this.cleanUp(build.id, run);
       // The slot goes to the next build once nothing of this one runs any more.
       await this.admission
         .release(build.id)
@@ -451,16 +472,41 @@ export class LocalRunner
     }
   }
 
+  /** The working containers a build of a previous kiln process left in its project's cache. */
+  private async sweepCacheOf(buildId: string): Promise<void> {
+    const build = await this.lifecycle.find(buildId).catch(() => undefined);
+    if (build === undefined) return;
+    const cache = await this.caches.existing(build.tenantId, build.projectId);
+    if (cache === undefined) return;
+    await this.caches.release(cache, (storage) =>
+      this.processes.run('buildah', [...storage, 'rm', '--all'], { tool: 'buildah' }),
+    );
+  }
+
   private buildDir(buildId: string): string {
     return join(this.config.dataDir, 'builds', buildId);
   }
 
-  /** Removes working containers and the checkout; keeps the storage (the built image) until delete. */
-  private async cleanUp(buildId: string): Promise<void> {
+  /**
+   * Removes working containers and the checkout; keeps the image (in the project's layer cache, or
+   * the build's own storage) until delete. The cache is let go: its leftover working containers
+   * (a stopped bud's) are swept when no other build of this process holds it, and caches past
+   * KILN_LOCAL_CACHE_MAX_BYTES are evicted.
+   */
+  private async cleanUp(buildId: string, run?: BuildRun): Promise<void> {
     const dir = this.buildDir(buildId);
-    await this.processes.run('buildah', [...buildahStorageArgs(dir), 'rm', '--all'], {
-      tool: 'buildah',
-    });
+    if (await exists(join(dir, 'storage'))) {
+      await this.processes.run('buildah', [...buildahStorageArgs(dir), 'rm', '--all'], {
+        tool: 'buildah',
+      });
+    }
+    const cache = run?.cache;
+    if (run !== undefined && cache !== undefined) {
+      run.cache = undefined;
+      await this.caches.release(cache, (storage) =>
+        this.processes.run('buildah', [...storage, 'rm', '--all'], { tool: 'buildah' }),
+      );
+    }
     try {
       await rm(join(dir, 'source'), { recursive: true, force: true });
       await rm(join(dir, 'run'), { recursive: true, force: true });

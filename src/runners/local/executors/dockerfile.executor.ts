@@ -14,6 +14,8 @@ import { s3ImageKey } from '../../../registries/s3-upload.js';
 import { pushedImages, referenceOf } from '../../../steps/pushed-image.js';
 import { BuildFailure, failureMessage } from '../build-failure.js';
 import type { BuildRun } from '../build-run.js';
+import { LayerCacheReport } from '../layer-cache-report.js';
+import { LayerCaches } from '../layer-caches.js';
 import {
   CANCELLED,
   insideSource,
@@ -24,18 +26,19 @@ import {
 } from './executor.js';
 import { S3_STORES, type S3Stores } from './s3-stores.js';
 
+/** The name a build's image has in its store until the build is deleted. */
+export function buildImageName(buildId: string): string {
+  return `localhost/kiln/${buildId}:build`;
+}
+
 /** The one platform the local runner builds for. */
 export const HOST_PLATFORM = `linux/${arch() === 'x64' ? 'amd64' : arch()}`;
 
-/** Where buildah keeps one build's images and containers: a root of its own, vfs storage. */
-export function buildahStorageArgs(dir: string): string[] {
-  return ['--root', join(dir, 'storage'), '--runroot', join(dir, 'run'), '--storage-driver', 'vfs'];
-}
-
 /**
  * Dockerfile builds (kaniko, buildx, container, and reference-form builds of the repository's
- * Dockerfile): `buildah bud` with chroot isolation in the build's own storage, then `buildah
- * push` to every target (the first with `--digestfile`, so the steps read the image by digest),
+ * Dockerfile): `buildah bud` with chroot isolation, `--layers` in the project's layer cache
+ * (docs/adr/0055-local-layer-cache.md) or, with `cache: false` or KILN_LOCAL_CACHE_MAX_BYTES=0,
+ * without layers in a store of the build's own; then `buildah push` to every target (the first with `--digestfile`, so the steps read the image by digest),
  * or, for registry_type s3, the image saved as an OCI layout and uploaded to the tenant's bucket.
  */
 @Injectable()
@@ -43,6 +46,7 @@ export class DockerfileExecutor implements PlanExecutor<'dockerfile'> {
   constructor(
     private readonly config: KilnConfig,
     @Inject(S3_STORES) private readonly s3Stores: S3Stores,
+    private readonly caches: LayerCaches,
   ) {}
 
   async run(run: BuildRun, plan: DockerfilePlan, { source, targets }: Workspace): Promise<Pushed> {
@@ -55,18 +59,23 @@ export class DockerfileExecutor implements PlanExecutor<'dockerfile'> {
     }
     if (plan.dockerfile !== undefined)
       await writeFile(join(source, '.kiln.Dockerfile'), plan.dockerfile);
-    const image = `localhost/kiln/${run.build.id}:build`;
-    const bud = await this.budArgs(run, plan, source, image);
+    // Unique per build, so that builds of one project sharing its cache never take each other's.
+    const image = buildImageName(run.build.id);
+    const layers = await this.layerCache(run, plan);
+    const bud = await this.budArgs(run, plan, source, image, layers);
     const authFile = await this.registryAuthFile(run.dir, run.access);
+    const report = new LayerCacheReport();
     const built = await run.runTool({
       tool: 'buildah',
       args: bud,
       container: 'build',
       cwd: source,
+      ...(layers ? { watch: (line: string) => report.see(line) } : {}),
     });
     if (run.cancelled) return CANCELLED;
     if (built.code !== 0)
       throw new BuildFailure('BuildFailed', failureMessage(built.tail, built.code));
+    if (layers) await run.say(report.summary());
     if (run.access?.s3 !== undefined) return this.storeInS3(run, image, run.access.s3);
     if (targets.length === 0) {
       await run.say(`built ${image}; no registry configured, so the image stays on this machine`);
@@ -75,19 +84,44 @@ export class DockerfileExecutor implements PlanExecutor<'dockerfile'> {
     return this.push(run, image, targets, authFile);
   }
 
+  /**
+   * Takes the project's layer cache for the build when it may use one, saying in the log either
+   * way; whether bud runs with `--layers`.
+   */
+  private async layerCache(run: BuildRun, plan: DockerfilePlan): Promise<boolean> {
+    if (!plan.layerCache) {
+      await run.say(
+        'layer cache: off (the manifest says cache: false); every step runs, and no layer is reused or kept for later builds',
+      );
+      return false;
+    }
+    if (!this.caches.enabled) {
+      await run.say(
+        'layer cache: off on this machine (KILN_LOCAL_CACHE_MAX_BYTES=0); every step runs',
+      );
+      return false;
+    }
+    run.cache = await this.caches.acquire(run.build.tenantId, run.build.projectId);
+    await run.say("layer cache: on; steps this project's earlier builds ran are reused");
+    return true;
+  }
+
   private async budArgs(
     run: BuildRun,
     plan: DockerfilePlan,
     source: string,
     image: string,
+    layers: boolean,
   ): Promise<string[]> {
     const context = insideSource(source, run.build.spec.source.context);
     const secretArgs = await this.secretFiles(run.dir, run.access);
     return [
-      ...buildahStorageArgs(run.dir),
+      ...run.storage,
       'bud',
       '--isolation',
       'chroot',
+      // With layers, intermediate containers go even when the build fails: the cache is shared.
+      ...(layers ? ['--layers=true', '--force-rm'] : ['--layers=false']),
       '--file',
       plan.dockerfile !== undefined
         ? join(source, '.kiln.Dockerfile')
@@ -120,7 +154,7 @@ export class DockerfileExecutor implements PlanExecutor<'dockerfile'> {
       const pushed = await run.runTool({
         tool: 'buildah',
         args: [
-          ...buildahStorageArgs(run.dir),
+          ...run.storage,
           'push',
           ...(this.config.localInsecureRegistries.includes(registry) ? ['--tls-verify=false'] : []),
           ...(authFile === undefined ? [] : ['--authfile', authFile]),
@@ -161,7 +195,7 @@ export class DockerfileExecutor implements PlanExecutor<'dockerfile'> {
     await rm(archive, { force: true });
     const saved = await run.runTool({
       tool: 'buildah',
-      args: [...buildahStorageArgs(run.dir), 'push', image, `oci-archive:${archive}`],
+      args: [...run.storage, 'push', image, `oci-archive:${archive}`],
       container: 'push',
       cwd: run.dir,
     });
