@@ -40,7 +40,7 @@ describe('the local runner’s layer caches past KILN_LOCAL_CACHE_MAX_BYTES', ()
       await kiln.app
         .get(ProjectsService)
         .create(seeded.tenantA, 'api', 'https://git.example.com/a/api.git')
-    ).id as string;
+    ).id;
     await kiln.dataSource.query(
       'UPDATE projects SET git_repository_url = $1 WHERE id IN ($2, $3)',
       [repo.url, seeded.projectA, otherProject],

@@ -133,9 +133,9 @@ describe('the local runner after kiln was SIGKILLed mid-build', () => {
     await rm(repo.dir, { recursive: true, force: true });
   }, 60_000);
 
-  /** buildah's working containers in a build's own storage. */
-  function workingContainers(buildDir: string): string[] {
-    const storage = ['--root', join(buildDir, 'storage'), '--runroot', join(dir, 'runroot')];
+  /** buildah's working containers in a store (a project's layer cache). */
+  function workingContainers(storeDir: string): string[] {
+    const storage = ['--root', join(storeDir, 'storage'), '--runroot', join(storeDir, 'runroot')];
     const out = execFileSync(
       'buildah',
       [...storage, '--storage-driver', 'vfs', 'containers', '--quiet'],
@@ -205,7 +205,22 @@ describe('the local runner after kiln was SIGKILLed mid-build', () => {
     // The defect this guards against: a SIGKILLed kiln takes none of its builders with it.
     expect(stillRunning(builder)).toEqual(builder);
     const buildDir = join(dataDir, 'builds', build.id);
-    expect(workingContainers(buildDir)).not.toEqual([]);
+    // The build runs in its project's layer cache (docs/adr/0055-local-layer-cache.md).
+    const [{ tenant_id: tenantId }] = await (async () => {
+      const query = new pg.Client({ connectionString: database.url });
+      await query.connect();
+      try {
+        return (
+          await query.query<{ tenant_id: string }>('SELECT tenant_id FROM builds WHERE id = $1', [
+            build.id,
+          ])
+        ).rows;
+      } finally {
+        await query.end();
+      }
+    })();
+    const cacheDir = join(dataDir, 'cache', tenantId, api.projectId);
+    expect(workingContainers(cacheDir)).not.toEqual([]);
 
     const second = await KilnProcess.start(env);
     kilns.push(second);
@@ -220,7 +235,7 @@ describe('the local runner after kiln was SIGKILLed mid-build', () => {
       error_message: 'kiln restarted while this build ran; retry it',
     });
     // As after a cancel: the checkout and run directory gone, no record of a group left.
-    expect(readdirSync(buildDir)).toEqual(['storage']);
-    expect(workingContainers(buildDir)).toEqual([]);
+    expect(readdirSync(buildDir)).toEqual([]);
+    expect(workingContainers(cacheDir)).toEqual([]);
   }, 180_000);
 });

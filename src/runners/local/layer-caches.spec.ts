@@ -3,7 +3,7 @@ import { mkdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LogCapture } from '../../../test/support/log-capture.js';
-import { KilnConfig } from '../../config/config.js';
+import type { KilnConfig } from '../../config/config.js';
 import { diskUsage, LayerCaches } from './layer-caches.js';
 
 const TENANT = '0a9e4c1e-6b1f-4c7e-9a51-2f3d4e5f6a7b';
@@ -87,7 +87,7 @@ describe(LayerCaches.name, () => {
     const second = await layerCaches.acquire(TENANT, NEW);
     const swept: string[] = [];
 
-    await layerCaches.release(first, async () => swept.push('first'));
+    await layerCaches.release(first, () => Promise.resolve(swept.push('first')));
     let finishSweep = () => {};
     const sweeping = layerCaches.release(
       second,
