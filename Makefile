@@ -106,6 +106,7 @@ bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (abo
 	node bench/retention.bench.mjs
 	node bench/webhooks.bench.mjs
 	node bench/console.bench.mjs
+	node bench/local.bench.mjs
 
 .PHONY: soak
 soak: system-deps build ## Memory soak: 20 local builds of 200,000 lines with subscribers; RSS before, during, after.
