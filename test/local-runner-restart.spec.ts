@@ -206,7 +206,7 @@ describe('the local runner after kiln was SIGKILLed mid-build', () => {
     expect(stillRunning(builder)).toEqual(builder);
     const buildDir = join(dataDir, 'builds', build.id);
     // The build runs in its project's layer cache (docs/adr/0055-local-layer-cache.md).
-    const [{ tenant_id: tenantId }] = await (async () => {
+    const [row] = await (async () => {
       const query = new pg.Client({ connectionString: database.url });
       await query.connect();
       try {
@@ -219,7 +219,7 @@ describe('the local runner after kiln was SIGKILLed mid-build', () => {
         await query.end();
       }
     })();
-    const cacheDir = join(dataDir, 'cache', tenantId, api.projectId);
+    const cacheDir = join(dataDir, 'cache', row?.tenant_id ?? 'no-build-row', api.projectId);
     expect(workingContainers(cacheDir)).not.toEqual([]);
 
     const second = await KilnProcess.start(env);
