@@ -49,6 +49,7 @@ describe(BuildLogFollower.name, () => {
   let admin: ApiClient;
   let logs: PodLogs;
   let jobs = 0;
+  let builds = 0;
 
   beforeAll(async () => {
     cluster = await KubeApiServer.start({ namespaces: ['default', NS] });
@@ -115,7 +116,8 @@ describe(BuildLogFollower.name, () => {
     (cluster.objects('v1', 'pods', NS) as V1Pod[]).find((p) => p.metadata?.name === name);
 
   async function newBuild(): Promise<string> {
-    return (await admin.createBuild(seeded.projectA, `follow-${jobs}-${Date.now()}`)).id as string;
+    return (await admin.createBuild(seeded.projectA, `follow-${++builds}-${Date.now()}`))
+      .id as string;
   }
 
   /** Starts a follower and keeps it told of the pod's container states, as the reconciler does. */

@@ -7,8 +7,11 @@ import {
   UncertainCommitError,
 } from './build-logs.repository.js';
 
-/** How many group statements run at once (each on a pooled connection of its own). */
-const MAX_IN_FLIGHT = 2;
+/**
+ * How many groups are written at once, each on a pooled connection of its own: a group waits on
+ * three round trips (the counters, COPY, COMMIT), so a few overlap to keep Postgres busy.
+ */
+const MAX_IN_FLIGHT = 4;
 /** A group holds at most this many lines or message bytes; the rest wait for the next. */
 const MAX_GROUP_LINES = 20_000;
 const MAX_GROUP_BYTES = 8 * 1024 * 1024;

@@ -292,10 +292,10 @@ export class BuildLogsRepository {
   /**
    * Appends the lines of many builds in one transaction (docs/adr/0056-log-ingest-groups.md):
    * each entry's lines go after exactly `knownLogLines` stored ones, when its whole batch fits
-   * under its cap, as appendInOneStatement does for one build. One UPDATE moves the counters of
-   * the entries whose count is still right (locking their rows), one COPY stores their lines
-   * (COPY parses rows about twice as fast as INSERT … unnest of parameter arrays), and one NOTIFY
-   * each announces them at COMMIT. Answers, per entry in order, its result or `not-taken` (a
+   * under its cap, as appendInOneStatement does for one build. One statement moves the counters
+   * of the entries whose count is still right (locking their rows) and NOTIFYs each (sent at
+   * COMMIT), then one COPY stores their lines (Postgres reads COPY rows about twice as fast as
+   * INSERT … unnest of parameter arrays). Answers, per entry in order, its result or `not-taken` (a
    * stale count, the cap, a build gone): `append` decides those one by one. Entries must name
    * distinct builds.
    *
@@ -320,16 +320,18 @@ export class BuildLogsRepository {
       return size;
     });
     return this.dataSource.transaction(async (manager) => {
+      // NOTIFY here, before the lines: notifications go out at COMMIT, and none if it fails.
+      // A CTE: TypeORM answers a bare UPDATE … RETURNING as [rows, count].
       const moved = await manager.query<Array<{ at: number }>>(
-        // A CTE: TypeORM answers a bare UPDATE … RETURNING as [rows, count].
         `WITH moved AS (
            UPDATE build_logs b SET lines = b.lines + i.n, bytes = b.bytes + i.bytes
              FROM unnest($1::int[], $2::uuid[], $3::int[], $4::bigint[], $5::int[], $6::bigint[])
                     AS i(at, build_id, n, bytes, known, cap)
             WHERE b.build_id = i.build_id AND b.lines = i.known AND NOT b.truncated
               AND b.bytes + i.bytes <= i.cap
-          RETURNING i.at)
-         SELECT at FROM moved`,
+          RETURNING i.at, b.build_id, i.known, i.n)
+         SELECT at, pg_notify($7::text, build_id::text || ':' || (known + n - 1)::text)
+           FROM moved`,
         [
           entries.map((_, at) => at),
           entries.map((e) => e.buildId),
@@ -337,15 +339,14 @@ export class BuildLogsRepository {
           bytes,
           entries.map((e) => e.knownLogLines),
           entries.map((e) => e.capBytes),
+          LOG_CHANNEL,
         ],
       );
       const taken = new Set(moved.map((row) => Number(row.at)));
       if (taken.size === 0) return entries.map(() => 'not-taken' as const);
-      const stored = entries.filter((_, at) => taken.has(at));
-      await copyLines(manager, stored);
-      await manager.query(
-        `SELECT pg_notify($1::text, payload) FROM unnest($2::text[]) AS payload`,
-        [LOG_CHANNEL, stored.map((e) => `${e.buildId}:${e.knownLogLines + e.lines.length - 1}`)],
+      await copyLines(
+        manager,
+        entries.filter((_, at) => taken.has(at)),
       );
       return entries.map((entry, at) =>
         taken.has(at)

@@ -26,8 +26,18 @@ interface CopiedEntry {
 
 /** One row of COPY's text format: tab between columns, `\N` for null, the rest escaped. */
 function copyRow(buildId: string, seq: number, line: CopiedLine): string {
-  const metadata = line.metadata === null ? '\\N' : copyText(JSON.stringify(line.metadata));
+  const metadata = line.metadata === null ? '\\N' : metadataText(line.metadata);
   return `${buildId}\t${seq}\t${line.ts.toISOString()}\t${line.level}\t${copyText(line.message)}\t${metadata}\n`;
+}
+
+/** The COPY text of metadata objects lines share (LogSink's one per container): made once. */
+const SHARED_TEXTS = new WeakMap<object, string>();
+
+function metadataText(metadata: Record<string, string>): string {
+  if (!Object.isFrozen(metadata)) return copyText(JSON.stringify(metadata));
+  let text = SHARED_TEXTS.get(metadata);
+  if (text === undefined) SHARED_TEXTS.set(metadata, (text = copyText(JSON.stringify(metadata))));
+  return text;
 }
 
 const COPY_SPECIAL = /[\\\n\r\t]/;

@@ -267,18 +267,14 @@ export class LogSink implements OnModuleDestroy {
       pieces.forEach((piece, index) => {
         const insight = inspectLine(piece, line.format);
         const continued = index < pieces.length - 1 || line.continued === true;
-        const metadata: Record<string, string> = {
-          ...insight.metadata,
-          ...(line.container === undefined ? {} : { container: line.container }),
-          ...(continued ? { continued: 'true' } : {}),
-        };
+        const metadata = lineMetadata(insight.metadata, line.container, continued);
         lines.push({
           kind: 'line',
           line: {
             ts: line.ts ?? now,
             level: insight.level,
             message: piece,
-            metadata: Object.keys(metadata).length === 0 ? null : metadata,
+            metadata,
           },
           bytes: Buffer.byteLength(piece, 'utf8'),
           step: insight.step,
@@ -473,6 +469,35 @@ export class LogSink implements OnModuleDestroy {
       this.logger.warn({ build_id: buildId, err: error }, 'build progress not reported');
     }
   }
+}
+
+/** `{container}` of the lines that carry nothing else: most lines, one shared object each. */
+const CONTAINER_ONLY = new Map<string, Readonly<Record<string, string>>>();
+
+/**
+ * A line's metadata: what the builder's output said, its container, and whether it goes on in
+ * the next line; null when none. Lines with only a container share one frozen object per
+ * container name (one object less per line at 100,000 lines a second).
+ */
+function lineMetadata(
+  insight: Record<string, string>,
+  container: string | undefined,
+  continued: boolean,
+): Record<string, string> | null {
+  if (!continued && Object.keys(insight).length === 0) {
+    if (container === undefined) return null;
+    let shared = CONTAINER_ONLY.get(container);
+    if (shared === undefined) {
+      shared = Object.freeze({ container });
+      if (CONTAINER_ONLY.size < 64) CONTAINER_ONLY.set(container, shared);
+    }
+    return shared;
+  }
+  return {
+    ...insight,
+    ...(container === undefined ? {} : { container }),
+    ...(continued ? { continued: 'true' } : {}),
+  };
 }
 
 function registerIn(masker: SecretMasker, secret: string): Registration {
