@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LogLineInput } from '../src/logs/log-sink.js';
@@ -80,5 +80,37 @@ describe(ChildRun.name, () => {
       '0',
       'WARN: [kiln] sh printed more than 65536 bytes; it was stopped and the rest of its output is not stored',
     ]);
+  });
+
+  it('hands over the first line of a quiet child at once, and the lines after it in the next batch', async () => {
+    const go = join(dir, 'go');
+    const batches: string[][] = [];
+    let firstBatch: () => void = () => undefined;
+    const handed = new Promise<void>((done) => (firstBatch = done));
+    // An interval no test outlives: a line handed over before the child ends went at once.
+    const child = new ChildRun(
+      'sh',
+      ['-c', `echo first; while [ ! -e ${go} ]; do sleep 0.01; done; echo second; echo third`],
+      {
+        env: { PATH: '/usr/bin:/bin' },
+        spool,
+        maxOutputBytes: 1024 * 1024,
+        container: 'step',
+        flushEveryMs: 3_600_000,
+        onLines: (batch) => {
+          batches.push(batch.map((line) => line.text));
+          firstBatch();
+          return Promise.resolve();
+        },
+      },
+    );
+
+    await handed;
+    expect(batches).toEqual([['first']]);
+    writeFileSync(go, '');
+    await child.exited;
+
+    expect(batches).toEqual([['first'], ['second', 'third']]);
+    await rm(go, { force: true });
   });
 });

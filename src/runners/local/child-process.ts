@@ -18,6 +18,8 @@ export interface ChildOptions {
   readonly format?: BuilderFormat;
   /** Receives the output in order, a batch at a time; the child waits for nothing. */
   readonly onLines: (lines: LogLineInput[]) => Promise<void>;
+  /** Batches are handed over at most this often (a full batch at once); default 100 ms. */
+  readonly flushEveryMs?: number;
 }
 
 export interface ChildExit {
@@ -63,6 +65,8 @@ export class ChildRun {
   private writing: Promise<void> = Promise.resolve();
   private readonly tail: string[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** When the last batch was handed over (ms, monotonic). */
+  private flushedAt = -Infinity;
   private writeError: Error | undefined;
   private incomplete: string | undefined;
   private outputLimitReached = false;
@@ -202,8 +206,13 @@ export class ChildRun {
     if (this.pending.length >= FLUSH_AT_LINES) {
       await this.writing;
       this.flush();
-    } else if (this.pending.length > 0) {
-      this.timer ??= setTimeout(() => this.flush(), FLUSH_EVERY_MS);
+    } else if (this.pending.length > 0 && this.timer === undefined) {
+      // The first lines after a quiet spell go at once (a build's first line is what its user
+      // waits for); the lines after them wait for the interval, so a chatty child still makes
+      // at most one write per interval.
+      const wait = this.flushedAt + (this.options.flushEveryMs ?? FLUSH_EVERY_MS) - now();
+      if (wait <= 0) this.flush();
+      else this.timer = setTimeout(() => this.flush(), wait);
     }
   }
 
@@ -211,6 +220,7 @@ export class ChildRun {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.pending.length === 0) return;
+    this.flushedAt = now();
     const batch = this.pending;
     this.pending = [];
     this.writing = this.writing.then(() =>
@@ -220,6 +230,10 @@ export class ChildRun {
       }),
     );
   }
+}
+
+function now(): number {
+  return performance.now();
 }
 
 function readAt(fd: number, position: number, length: number): Promise<Buffer> {
