@@ -175,8 +175,12 @@ function controllerIn(patch: object): string {
 class FakeSink implements ReconcilerSink {
   readonly lines: Array<{ text: string; container?: string }> = [];
   readonly masked: string[] = [];
+  /** kiln's own lines are refused (the database went away as they were written). */
+  refuseKilnLines = false;
 
   append(_buildId: string, lines: ReadonlyArray<{ text: string; container?: string }>) {
+    if (this.refuseKilnLines && lines.some((line) => line.container === 'kiln'))
+      return Promise.reject(new Error('the database is unavailable'));
     this.lines.push(...lines.map(({ text, container }) => ({ text, container })));
     return Promise.resolve({
       buffered: false as const,
@@ -250,6 +254,8 @@ interface Given {
   readonly earlier?: Earlier;
   /** The Events of the build's Job, as the Events informer holds them. */
   readonly jobEvents?: readonly CoreV1Event[];
+  /** Appends of kiln's own lines fail: the reconcile throws (`threw` says what). */
+  readonly kilnLinesFail?: boolean;
 }
 
 /**
@@ -267,6 +273,8 @@ interface Earlier {
 
 /** What one reconcile left. */
 interface Effects {
+  /** What the reconcile threw, when a row expects it to (kilnLinesFail). */
+  readonly threw?: string;
   /** Creates, patches and deletes of the API server, in order (the build id is `<id>`). */
   readonly writes: readonly string[];
   /** Reads sent to the API server, not answered from the caches. */
@@ -633,14 +641,21 @@ async function reconcileOnce(given: Given): Promise<Effects> {
       sink.lines.length = 0;
     }
     succeed.mockClear();
-    const result = await reconciler.reconcile(key, signal);
+    sink.refuseKilnLines = given.kilnLinesFail === true;
+    let threw: string | undefined;
+    const result = await reconciler.reconcile(key, signal).catch((error: unknown) => {
+      if (given.kilnLinesFail !== true) throw error;
+      threw = error instanceof Error ? error.message : String(error);
+      return undefined;
+    });
     await settle();
     const packer = succeed.mock.calls[0]?.[3] as PackerReport | undefined;
-    return await effectsOf(
+    const effects = await effectsOf(
       given,
       { cluster, sink, woken, metrics, packer },
       result?.requeueAfterMs,
     );
+    return threw === undefined ? effects : { ...effects, threw };
   } finally {
     succeed.mockRestore();
     reconciler.close();
@@ -915,6 +930,24 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
           kilnLines: ['[kiln] registry checked'],
           record: 'in_progress',
           requeueAfterMs: undefined,
+        },
+      },
+    'writes the new Job’s Event and ownership even when its notes cannot be written, then throws to retry':
+      {
+        given: async () => ({
+          build: world.build(await world.queued(), { finalizer: true }),
+          access: grant({ dockerConfig: ROBOT_CONFIG, notes: ['registry checked'] }),
+          kilnLinesFail: true,
+        }),
+        want: {
+          threw: 'the database is unavailable',
+          writes: [
+            `create Secret kiln-<id> keys=${REGISTRY_CONFIG_KEY}`,
+            'create Job kiln-<id> controller=Build/<id>',
+            'patch Secret kiln-<id> controller=Job/kiln-<id>',
+          ],
+          events: ['Normal JobCreated'],
+          record: 'in_progress',
         },
       },
     'starts a build the API started with its finalizer: no write of the finalizer first': {

@@ -122,16 +122,22 @@ export class JobAssembler {
       throw error;
     }
     const notes = [...access.notes, ...translation.notes];
-    if (notes.length > 0) {
-      await this.deps.sink.append(
-        record.id,
-        notes.map((text) => ({ text: `[kiln] ${text}`, container: 'kiln' })),
-      );
-    }
-    await this.events.emit(resource, 'Normal', 'JobCreated', `created Job ${name}`);
-    // After the notes and the Event: a failed patch is retried by adopting the Job, which
-    // writes neither again. This process knows whether it made a Secret: no read to learn it.
-    await this.own(namespace, record.id, created, secretKeys.length > 0 ? 'made' : 'none');
+    // The notes, the Event and the ownership at once: this reconcile holds the Build's key until
+    // they are written, and the pod's first changes (its log followed) wait behind it. Each is
+    // written once whatever the others do: a failure is retried by adopting the Job, which writes
+    // neither notes nor Event again. This process knows whether it made a Secret: no read.
+    const written = await Promise.allSettled([
+      notes.length === 0
+        ? Promise.resolve()
+        : this.deps.sink.append(
+            record.id,
+            notes.map((text) => ({ text: `[kiln] ${text}`, container: 'kiln' })),
+          ),
+      this.events.emit(resource, 'Normal', 'JobCreated', `created Job ${name}`),
+      this.own(namespace, record.id, created, secretKeys.length > 0 ? 'made' : 'none'),
+    ]);
+    const failed = written.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
     return created;
   }
 
