@@ -101,6 +101,7 @@ bench: build ## Run the benchmarks (bench/) and print kiln beside baselines (abo
 	node bench/logs.bench.mjs idle
 	node bench/api.bench.mjs
 	node bench/operator.bench.mjs
+	node bench/first-line.bench.mjs
 	node bench/admission.bench.mjs
 	node bench/logscale.bench.mjs
 	node bench/retention.bench.mjs

@@ -404,10 +404,11 @@ async function operator(clients) {
       const jobMs = jobAdded.get(`${NS}/${jobName}`) - seen.sentAt;
       const writtenMs = firstWrite.get(`${NS}/${pod}/build`) - seen.sentAt;
       const openedMs = logOpened.get(`${NS}/${pod}/build`) - seen.sentAt;
+      const sourceOpenedMs = logOpened.get(`${NS}/${pod}/source`) - seen.sentAt;
       // The reconciles of the Build (kiln-child.mjs notes when each started).
-      const reconciles = (
-        (await kiln.call('reconciles', { keys: [`${NS}/${id}`] }))[`${NS}/${id}`] ?? []
-      ).map((t) => t - seen.sentAt);
+      const spans = (await kiln.call('reconcileSpans', { keys: [`${NS}/${id}`] }))[`${NS}/${id}`];
+      const reconciles = spans.map(([t]) => t - seen.sentAt);
+      const reconcileSpans = spans.map(([t, end]) => [t - seen.sentAt, end - seen.sentAt]);
       await clients.call('untilClosed', {
         baseUrl: api.baseUrl,
         headers,
@@ -449,7 +450,9 @@ async function operator(clients) {
         jobMs,
         writtenMs,
         openedMs,
+        sourceOpenedMs,
         reconciles,
+        reconcileSpans,
         kilnMs: seen.containerMs - doubleMs,
       });
       baseline.push({ ...base, doubleMs: baseDoubleMs, ownMs: base.firstLineMs - baseDoubleMs });
@@ -485,16 +488,29 @@ async function operator(clients) {
         `the later of the two to the line on the WebSocket: ` +
         `${summary(runs.map((r) => r.containerMs - Math.max(r.openedMs, r.writtenMs)))}`,
     );
+    // The reconcile that made the Job holds the Build's key after it (its notes, Event and status):
+    // the pod's first changes wait for it.
+    const tail = runs.map((r) => {
+      const span = r.reconcileSpans.find(([a, b]) => a <= r.jobMs && r.jobMs <= b);
+      return span === undefined ? NaN : span[1] - r.jobMs;
+    });
+    console.log(
+      `  the reconcile that made the Job ran on after the Job's ADDED for ${summary(tail)}; ` +
+        `the follower opened the source container's stream ` +
+        `${summary(runs.map((r) => r.sourceOpenedMs - r.jobMs))} after the Job's ADDED, the ` +
+        `builder's ${summary(runs.map((r) => r.openedMs - r.sourceOpenedMs))} after the source's`,
+    );
     // The reconcile that told the follower the builder runs: the last one started before the
     // stream was opened.
     const told = runs.map((r) => r.reconciles.filter((t) => t <= r.openedMs).at(-1) ?? NaN);
     console.log(
-      `  reconciles per build until the builder's stream opened: ` +
-        `${summary(runs.map((r) => r.reconciles.filter((t) => t <= r.openedMs).length))} ` +
+      `  reconciles per build until the builder's stream opened: p50 ` +
+        `${latencySummary(runs.map((r) => r.reconciles.filter((t) => t <= r.openedMs).length)).p50}, max ` +
+        `${Math.max(...runs.map((r) => r.reconciles.filter((t) => t <= r.openedMs).length))} ` +
         `(start sent → the last of them ${summary(told)}); line written → that reconcile's start ` +
         `${summary(runs.map((r, i) => told[i] - r.writtenMs))}; its start → the stream opened ` +
-        `${summary(runs.map((r, i) => r.openedMs - told[i]))}; reconcile starts of run 1: ` +
-        `${runs[0]?.reconciles.map((t) => t.toFixed(0)).join(', ')} (line written at ` +
+        `${summary(runs.map((r, i) => r.openedMs - told[i]))}; reconciles of run 1 (start–end): ` +
+        `${runs[0]?.reconcileSpans.map(([a, b]) => `${a.toFixed(0)}–${b.toFixed(0)}`).join(', ')} (Job ADDED at ${runs[0]?.jobMs.toFixed(0)}, the source container's stream opened at ${runs[0]?.sourceOpenedMs.toFixed(0)}, the builder's first line written at ` +
         `${runs[0]?.writtenMs.toFixed(0)}, stream opened at ${runs[0]?.openedMs.toFixed(0)})`,
     );
     console.log(

@@ -65,6 +65,8 @@ await app.init();
 
 /** key → start times (ms) of its reconciles. */
 const starts = new Map();
+/** key → [start, end] (ms) of its reconciles, for benches that look at each one's length. */
+const spans = new Map();
 // KILN_ROLE=api runs no operator: nothing to record.
 const runtime = config.role === 'api' ? undefined : app.get(BuildOperator).operatorRuntime;
 if (config.role !== 'api') {
@@ -73,8 +75,13 @@ if (config.role !== 'api') {
   runtime.options.reconcile = (key, signal) => {
     let times = starts.get(key);
     if (times === undefined) starts.set(key, (times = []));
-    times.push(nowMs());
-    return reconcile(key, signal);
+    const start = nowMs();
+    times.push(start);
+    let keySpans = spans.get(key);
+    if (keySpans === undefined) spans.set(key, (keySpans = []));
+    const span = [start, NaN];
+    keySpans.push(span);
+    return Promise.resolve(reconcile(key, signal)).finally(() => (span[1] = nowMs()));
   };
 }
 
@@ -150,6 +157,8 @@ const commands = {
     ),
   /** The log append groups LogSink sent (a private field, read for the bench's report). */
   ingest: () => app.get(LogSink).groups?.sent ?? null,
+  /** [start, end] of each reconcile of the keys asked for. */
+  reconcileSpans: ({ keys }) => Object.fromEntries(keys.map((key) => [key, spans.get(key) ?? []])),
   stop: () => {
     void stop();
     return true;
