@@ -291,6 +291,11 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
       metrics: this.metrics,
     });
     for (const [namespace, { builds, jobs, pods, jobEvents, workloads }] of informers) {
+      // Straight to the followers, ahead of the reconcile each change also queues.
+      pods.addHandler({
+        onAdd: (pod) => reconciler.podChanged(pod),
+        onUpdate: (_before, pod) => reconciler.podChanged(pod),
+      });
       // A Build owns its Job in its own namespace (owner references cannot cross namespaces).
       const ownerKey = (job: V1Job): string[] => {
         const owner = job.metadata?.ownerReferences?.find(

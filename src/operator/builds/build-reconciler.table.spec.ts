@@ -254,6 +254,11 @@ interface Given {
   readonly earlier?: Earlier;
   /** The Events of the build's Job, as the Events informer holds them. */
   readonly jobEvents?: readonly CoreV1Event[];
+  /**
+   * After the earlier reconcile, the pods' informer says the pod changed to this, and no
+   * reconcile runs (BuildReconciler.podChanged): the row's effects are that call's.
+   */
+  readonly podChangesTo?: V1Pod;
   /** Appends of kiln's own lines fail: the reconcile throws (`threw` says what). */
   readonly kilnLinesFail?: boolean;
 }
@@ -273,6 +278,8 @@ interface Earlier {
 
 /** What one reconcile left. */
 interface Effects {
+  /** The pod's lines stored (each text once), not kiln's own. */
+  readonly podLines: readonly string[];
   /** What the reconcile threw, when a row expects it to (kilnLinesFail). */
   readonly threw?: string;
   /** Creates, patches and deletes of the API server, in order (the build id is `<id>`). */
@@ -641,6 +648,15 @@ async function reconcileOnce(given: Given): Promise<Effects> {
       sink.lines.length = 0;
     }
     succeed.mockClear();
+    if (given.podChangesTo !== undefined) {
+      reconciler.podChanged(given.podChangesTo);
+      await settle();
+      return await effectsOf(
+        given,
+        { cluster, sink, woken, metrics, packer: undefined },
+        undefined,
+      );
+    }
     sink.refuseKilnLines = given.kilnLinesFail === true;
     let threw: string | undefined;
     const result = await reconciler.reconcile(key, signal).catch((error: unknown) => {
@@ -717,6 +733,9 @@ async function effectsOf(
     events: cluster.events,
     masked: sink.masked,
     kilnLines: sink.lines.filter((l) => l.container === 'kiln').map((l) => anonymous(l.text)),
+    podLines: [
+      ...new Set(sink.lines.filter((l) => l.container !== 'kiln').map((l) => anonymous(l.text))),
+    ],
     record:
       record === undefined
         ? undefined
@@ -932,7 +951,7 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
           requeueAfterMs: undefined,
         },
       },
-    'writes the new Job’s Event and ownership even when its notes cannot be written, then throws to retry':
+    'writes the new Job’s Event, ownership and status even when its notes cannot be written, then throws to retry':
       {
         given: async () => ({
           build: world.build(await world.queued(), { finalizer: true }),
@@ -945,7 +964,9 @@ describe(`${BuildReconciler.name}: starting (the Job and what it mounts)`, () =>
             `create Secret kiln-<id> keys=${REGISTRY_CONFIG_KEY}`,
             'create Job kiln-<id> controller=Build/<id>',
             'patch Secret kiln-<id> controller=Job/kiln-<id>',
+            'status Build <id>',
           ],
+          status: { state: 'in_progress', condition: 'Unknown/Running', jobName: 'kiln-<id>' },
           events: ['Normal JobCreated'],
           record: 'in_progress',
         },
@@ -1582,6 +1603,38 @@ describe(`${BuildReconciler.name}: the end of a Job`, () => {
         },
         record: 'failed PodEvicted',
       },
+    },
+    'follows the builder as soon as the pods’ informer says it started, before any reconcile': {
+      given: async () => {
+        const record = await world.running();
+        const build = world.build(record, { finalizer: true });
+        const job = world.job(record, build, { active: 1 });
+        const pod = world.pod(record, 'Running', { build: running('build') });
+        return {
+          build,
+          job,
+          pod,
+          earlier: {
+            sinceS: 1,
+            log: 'read',
+            pod: world.pod(record, 'Pending', { build: waiting('build', 'PodInitializing') }),
+          },
+          podChangesTo: pod,
+        };
+      },
+      want: { podLines: ['build printed this'], writes: [], kilnLines: [] },
+    },
+    'leaves a pod this process does not follow to the reconcile': {
+      given: async () => {
+        const record = await world.running();
+        const build = world.build(record, { finalizer: true });
+        return {
+          build,
+          job: world.job(record, build, { active: 1 }),
+          podChangesTo: world.pod(record, 'Running', { build: running('build') }),
+        };
+      },
+      want: { podLines: [], writes: [], kilnLines: [] },
     },
     'fails with PodDeleted when the pod this process read is gone and the Job failed': {
       given: async () => {

@@ -63,6 +63,8 @@ export class BuildReconciler {
   private readonly counted = new Set<string>();
   /** What each build's pod was last told to wait for (admission has it; a change is a line). */
   private readonly told = new Map<string, string>();
+  /** The pods this process follows, by namespace/name: what changes reaches their follower. */
+  private readonly followedPods = new Map<string, { key: string; record: BuildEntity }>();
   private readonly unwatch: () => void;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -78,7 +80,26 @@ export class BuildReconciler {
 
   /** Stops every log follower without a marker (lost lease, shutdown): the next leader resumes. */
   stopAll(): Promise<void> {
+    this.followedPods.clear();
     return this.drains.stopAll();
+  }
+
+  /**
+   * A pod changed (the pods' informer says so): when this process follows its log, its follower
+   * learns its containers' states now rather than at the reconcile the change queues, which may
+   * wait behind one in flight for the Build (writing its status): a container that starts is
+   * followed at once. The reconcile still runs and acts on the same pod.
+   */
+  podChanged(pod: V1Pod): void {
+    const namespace = pod.metadata?.namespace ?? '';
+    const where = `${namespace}/${pod.metadata?.name ?? ''}`;
+    const followed = this.followedPods.get(where);
+    if (followed === undefined) return;
+    if (!this.drains.isFollowing(followed.record.id)) {
+      this.followedPods.delete(where);
+      return;
+    }
+    this.drains.follow(followed.key, followed.record, namespace, pod);
   }
 
   /** Stops listening to admission (shutdown). */
@@ -187,14 +208,19 @@ export class BuildReconciler {
     // Goes on from the version the finalizer write answered with: the Job is created in the same
     // reconcile, not one the finalizer's watch event brings.
     const resource = await this.mirror.withFinalizer(current);
-    let job = this.deps.caches.job(namespace, jobName);
+    const job = this.deps.caches.job(namespace, jobName);
     if (job === undefined) {
       const waits = await this.admitted(key, resource, record, await this.admission(record));
       if (waits !== undefined) return waits;
-      const assembled = await this.assemble(key, resource, record);
+      // The status names the Job as the Job is made: nothing else of a Job just made, without
+      // a pod yet, is left to do here, and the reconcile ends with its writes. The Job's ADDED
+      // brings the key back, for its pod.
+      const assembled = await this.assemble(key, resource, record, () =>
+        this.mirror.mirror(resource, record, { jobName }),
+      );
       if (assembled === 'refused' || assembled === 'gone') return;
       if (assembled === 'exists') return { requeueAfterMs: 500 }; // the cache catches up
-      job = assembled;
+      return;
     }
     const foreign = foreignController(job, resource);
     if (foreign !== undefined) {
@@ -214,6 +240,9 @@ export class BuildReconciler {
     const pod = this.deps.caches.podOfJob(namespace, jobName);
     await this.masking.register(record, namespace);
     this.drains.follow(key, record, namespace, pod);
+    const podName = pod?.metadata?.name;
+    if (podName !== undefined && this.drains.isFollowing(record.id))
+      this.followedPods.set(`${namespace}/${podName}`, { key, record });
     // What earlier reconciles learnt is read back from the cluster, not from this process's
     // memory: a pod of the Job was seen when the Build's status names it (or this process follows
     // it, its status write maybe not in the cache yet), and the pod says since when an image
@@ -348,9 +377,10 @@ export class BuildReconciler {
     key: string,
     resource: BuildResource,
     record: BuildEntity,
+    alongside: () => Promise<void>,
   ): Promise<Awaited<ReturnType<JobAssembler['assemble']>> | 'refused'> {
     try {
-      return await this.jobs.assemble(resource, record);
+      return await this.jobs.assemble(resource, record, alongside);
     } catch (error) {
       if (!(error instanceof RefusedBuild)) throw error;
       const { lifecycle } = this.deps;
@@ -496,6 +526,8 @@ export class BuildReconciler {
     this.counted.delete(buildId);
     this.told.delete(buildId);
     this.drains.forget(buildId);
+    for (const [where, { record }] of this.followedPods)
+      if (record.id === buildId) this.followedPods.delete(where);
     this.jobs.forget(buildId);
     this.masking.forget(buildId);
   }

@@ -53,7 +53,12 @@ export class JobAssembler {
     private readonly masking: SecretMasking,
   ) {}
 
-  async assemble(resource: BuildResource, record: BuildEntity): Promise<Assembled> {
+  async assemble(
+    resource: BuildResource,
+    record: BuildEntity,
+    /** A write of the caller's made with the Job's own (the Build's status naming it). */
+    alongside: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<Assembled> {
     const namespace = namespaceOf(resource);
     const name = buildObjectName(record.id);
     // The Job, its pod and Secret live in the Build's namespace (owner references cannot cross
@@ -122,10 +127,11 @@ export class JobAssembler {
       throw error;
     }
     const notes = [...access.notes, ...translation.notes];
-    // The notes, the Event and the ownership at once: this reconcile holds the Build's key until
-    // they are written, and the pod's first changes (its log followed) wait behind it. Each is
-    // written once whatever the others do: a failure is retried by adopting the Job, which writes
-    // neither notes nor Event again. This process knows whether it made a Secret: no read.
+    // The notes, the Event, the ownership and the caller's write at once: this reconcile holds
+    // the Build's key until they are written, and the pod's first changes (its log followed) wait
+    // behind it. Each is written once whatever the others do: a failure is retried by adopting
+    // the Job, which writes neither notes nor Event again. This process knows whether it made a
+    // Secret: no read.
     const written = await Promise.allSettled([
       notes.length === 0
         ? Promise.resolve()
@@ -135,6 +141,7 @@ export class JobAssembler {
           ),
       this.events.emit(resource, 'Normal', 'JobCreated', `created Job ${name}`),
       this.own(namespace, record.id, created, secretKeys.length > 0 ? 'made' : 'none'),
+      alongside(),
     ]);
     const failed = written.find((result) => result.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
