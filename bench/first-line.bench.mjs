@@ -414,6 +414,14 @@ async function operator(clients) {
       // The reconciles of the Build (kiln-child.mjs notes when each started).
       const spans = (await kiln.call('reconcileSpans', { keys: [`${NS}/${id}`] }))[`${NS}/${id}`];
       const reconciles = spans.map(([t]) => t - seen.sentAt);
+      const follower = (await kiln.call('followerMarks', { ids: [id] }))[id];
+      const rel = (t) => (t === undefined ? NaN : t - seen.sentAt);
+      const followerAt = {
+        followed: rel(follower.followed),
+        claim: (follower.claim ?? []).map(rel),
+        source: (follower['cursor source'] ?? []).map(rel),
+        build: (follower['cursor build'] ?? []).map(rel),
+      };
       const reconcileSpans = spans.map(([t, end]) => [t - seen.sentAt, end - seen.sentAt]);
       await clients.call('untilClosed', {
         baseUrl: api.baseUrl,
@@ -459,6 +467,7 @@ async function operator(clients) {
         sourceOpenedMs,
         reconciles,
         reconcileSpans,
+        followerAt,
         kilnMs: seen.containerMs - doubleMs,
       });
       baseline.push({ ...base, doubleMs: baseDoubleMs, ownMs: base.firstLineMs - baseDoubleMs });
@@ -505,6 +514,16 @@ async function operator(clients) {
         `the follower opened the source container's stream ` +
         `${summary(runs.map((r) => r.sourceOpenedMs - r.jobMs))} after the Job's ADDED, the ` +
         `builder's ${summary(runs.map((r) => r.openedMs - r.sourceOpenedMs))} after the source's`,
+    );
+    const f = (pick) => summary(runs.map((r) => pick(r.followerAt, r)));
+    console.log(
+      `  the follower (log-follower.ts), from the Job's ADDED: started ` +
+        `${f((a, r) => a.followed - r.jobMs)}; its log claim read ${f((a) => a.claim[1] - a.claim[0])}; ` +
+        `the source container's cursor read ${f((a) => a.source[1] - a.source[0])} (ended ` +
+        `${f((a, r) => a.source[1] - r.jobMs)} after the ADDED, its stream opened ` +
+        `${f((a, r) => r.sourceOpenedMs - a.source[1])} later); the builder's cursor read ` +
+        `${f((a) => a.build[1] - a.build[0])}, begun ${f((a, r) => a.build[0] - r.sourceOpenedMs)} ` +
+        `after the source's stream opened`,
     );
     // The reconcile that told the follower the builder runs: the last one started before the
     // stream was opened.

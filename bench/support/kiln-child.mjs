@@ -12,9 +12,43 @@ import { loadConfig } from '../../dist/config/config.js';
 import { openDatabase } from '../../dist/database/database.js';
 import { PodLogs } from '../../dist/kubernetes/pod-logs.js';
 import { LogSink } from '../../dist/logs/log-sink.js';
+import { BuildLogsRepository } from '../../dist/logs/build-logs.repository.js';
 import { BuildOperator } from '../../dist/operator/build-operator.js';
+import { LogDrains } from '../../dist/operator/builds/log-drain.js';
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+/**
+ * build id → when (ms) its follower started (the first LogDrains.follow with a pod) and each of
+ * the follower's reads before a stream opens began and ended (its log claim, each container's
+ * cursor): the timestamps bench/first-line.bench.mjs breaks the follower's start into.
+ */
+const followerMarks = new Map();
+const markOf = (buildId) => {
+  let marks = followerMarks.get(buildId);
+  if (marks === undefined) followerMarks.set(buildId, (marks = {}));
+  return marks;
+};
+const timed = (prototype, method, nameOf) => {
+  const original = prototype[method];
+  prototype[method] = async function (buildId, ...args) {
+    const name = nameOf(...args);
+    const marks = markOf(buildId);
+    const start = nowMs();
+    try {
+      return await original.call(this, buildId, ...args);
+    } finally {
+      marks[name] ??= [start, nowMs()];
+    }
+  };
+};
+timed(BuildLogsRepository.prototype, 'claimFollower', () => 'claim');
+timed(BuildLogsRepository.prototype, 'containerCursor', (container) => `cursor ${container}`);
+const follow = LogDrains.prototype.follow;
+LogDrains.prototype.follow = function (key, record, namespace, pod) {
+  if (pod !== undefined) markOf(record.id).followed ??= nowMs();
+  return follow.call(this, key, record, namespace, pod);
+};
 
 // The bench is gone (killed): so is its kiln.
 process.on('disconnect', () => process.exit(1));
@@ -157,6 +191,9 @@ const commands = {
     ),
   /** The log append groups LogSink sent (a private field, read for the bench's report). */
   ingest: () => app.get(LogSink).groups?.sent ?? null,
+  /** The follower's marks of the builds asked for (followerMarks). */
+  followerMarks: ({ ids }) =>
+    Object.fromEntries(ids.map((id) => [id, followerMarks.get(id) ?? {}])),
   /** [start, end] of each reconcile of the keys asked for. */
   reconcileSpans: ({ keys }) => Object.fromEntries(keys.map((key) => [key, spans.get(key) ?? []])),
   stop: () => {
