@@ -61,12 +61,15 @@ export class AppendGroups {
     capBytes: number,
     marker: (capBytes: number) => NewLogLine,
     options: AppendOptions = {},
+    /** The lines' message bytes, when the caller counted them already. */
+    messageBytes?: number,
   ): Promise<AppendResult | undefined> {
     const { knownLogLines } = options;
     if (knownLogLines === undefined || options.storedIfLogLines !== undefined || lines.length === 0)
       return this.logs.append(buildId, lines, capBytes, marker, options);
-    let bytes = 0;
-    for (const line of lines) bytes += Buffer.byteLength(line.message, 'utf8');
+    let bytes = messageBytes ?? 0;
+    if (messageBytes === undefined)
+      for (const line of lines) bytes += Buffer.byteLength(line.message, 'utf8');
     if (bytes > capBytes || lines.length > MAX_GROUP_LINES || bytes > MAX_GROUP_BYTES)
       return this.logs.append(buildId, lines, capBytes, marker, options);
     return new Promise<AppendResult | undefined>((resolve, reject) => {

@@ -35,6 +35,8 @@ export interface ManyAppendEntry {
   readonly knownLogLines: number;
   /** The build's log cap: the whole batch fits under it, or the entry is not taken. */
   readonly capBytes: number;
+  /** The lines' message bytes, when the caller counted them already. */
+  readonly bytes?: number;
 }
 
 export interface AppendResult {
@@ -315,6 +317,7 @@ export class BuildLogsRepository {
       builds.add(entry.buildId);
     }
     const bytes = entries.map((entry) => {
+      if (entry.bytes !== undefined) return entry.bytes;
       let size = 0;
       for (const line of entry.lines) size += Buffer.byteLength(line.message, 'utf8');
       return size;

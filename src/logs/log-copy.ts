@@ -25,9 +25,9 @@ interface CopiedEntry {
 }
 
 /** One row of COPY's text format: tab between columns, `\N` for null, the rest escaped. */
-function copyRow(buildId: string, seq: number, line: CopiedLine): string {
+function copyRow(buildId: string, seq: number, line: CopiedLine, iso: string): string {
   const metadata = line.metadata === null ? '\\N' : metadataText(line.metadata);
-  return `${buildId}\t${seq}\t${line.ts.toISOString()}\t${line.level}\t${copyText(line.message)}\t${metadata}\n`;
+  return `${buildId}\t${seq}\t${iso}\t${line.level}\t${copyText(line.message)}\t${metadata}\n`;
 }
 
 /** The COPY text of metadata objects lines share (LogSink's one per container): made once. */
@@ -68,16 +68,35 @@ export async function copyLines(manager: EntityManager, entries: readonly Copied
   await pipeline(Readable.from(copyChunks(entries)), copy);
 }
 
-function* copyChunks(entries: readonly CopiedEntry[]): Generator<string> {
-  let chunk = '';
+/** COPY data is sent in buffers of about this size. */
+const CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The rows as UTF-8, written straight into buffers of about CHUNK_BYTES (one string of many
+ * rows would be a rope that costs more to flatten and encode than the rows cost to make). Lines
+ * of one write share their timestamp: its text is made once.
+ */
+function* copyChunks(entries: readonly CopiedEntry[]): Generator<Buffer> {
+  let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let used = 0;
+  let lastMs = NaN;
+  let iso = '';
   for (const entry of entries) {
     for (const [i, line] of entry.lines.entries()) {
-      chunk += copyRow(entry.buildId, entry.knownLogLines + i, line);
-      if (chunk.length >= 1024 * 1024) {
-        yield chunk;
-        chunk = '';
+      const ms = line.ts.getTime();
+      if (ms !== lastMs) {
+        lastMs = ms;
+        iso = line.ts.toISOString();
       }
+      const row = copyRow(entry.buildId, entry.knownLogLines + i, line, iso);
+      // A row takes at most 3 bytes per UTF-16 unit.
+      if (used + row.length * 3 > chunk.length) {
+        if (used > 0) yield chunk.subarray(0, used);
+        chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, row.length * 3));
+        used = 0;
+      }
+      used += chunk.write(row, used, 'utf8');
     }
   }
-  if (chunk !== '') yield chunk;
+  if (used > 0) yield chunk.subarray(0, used);
 }

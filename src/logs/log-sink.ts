@@ -263,7 +263,8 @@ export class LogSink implements OnModuleDestroy {
         text = masked.slice(0, cut);
         if (text === '') continue;
       }
-      const pieces = splitUtf8(text, MAX_LINE_BYTES);
+      const size = Buffer.byteLength(text, 'utf8');
+      const pieces = size <= MAX_LINE_BYTES ? [text] : splitUtf8(text, MAX_LINE_BYTES);
       pieces.forEach((piece, index) => {
         const insight = inspectLine(piece, line.format);
         const continued = index < pieces.length - 1 || line.continued === true;
@@ -276,7 +277,7 @@ export class LogSink implements OnModuleDestroy {
             message: piece,
             metadata,
           },
-          bytes: Buffer.byteLength(piece, 'utf8'),
+          bytes: pieces.length === 1 ? size : Buffer.byteLength(piece, 'utf8'),
           step: insight.step,
           masked: hidSecret,
         });
@@ -313,12 +314,15 @@ export class LogSink implements OnModuleDestroy {
     const known = this.knownLines.get(buildId);
     const timer = this.metrics?.startTimer('kiln_log_append_duration_seconds');
     try {
+      let messageBytes = 0;
+      for (const line of lines) messageBytes += line.bytes;
       result = await this.groups.append(
         buildId,
         lines.map((l) => l.line),
         this.config.logMaxBytesPerBuild,
         truncationMarker,
         known === undefined ? {} : { knownLogLines: known },
+        messageBytes,
       );
     } catch (error) {
       this.knownLines.delete(buildId);

@@ -459,12 +459,17 @@ export class BuildLogFollower {
   /** Lines go to the sink in order, one append at a time. */
   private hand(container: FollowedContainer, lines: readonly ParsedLine[]): void {
     if (lines.length === 0) return;
-    const batch: LogLineInput[] = lines.map((line) => ({
-      text: line.text,
-      ts: new Date(line.tsMs),
-      container: container.name,
-      ...(container.format === undefined ? {} : { format: container.format }),
-    }));
+    // Lines of one kubelet write share their timestamp, and so one Date.
+    let ts = new Date(lines[0]!.tsMs);
+    const batch: LogLineInput[] = lines.map((line) => {
+      if (line.tsMs !== ts.getTime()) ts = new Date(line.tsMs);
+      return {
+        text: line.text,
+        ts,
+        container: container.name,
+        ...(container.format === undefined ? {} : { format: container.format }),
+      };
+    });
     this.append(batch);
   }
 
