@@ -4,7 +4,7 @@
 //   node bench/console.bench.mjs     (after `make build`; CONSOLE_BENCH_LINES changes the size)
 //
 // The functions handed to page.evaluate and addInitScript run in the browser:
-/* global document, performance, requestAnimationFrame, sessionStorage */
+/* global document, requestAnimationFrame, sessionStorage */
 import { chromium } from 'playwright-core';
 import { BuildLifecycle } from '../dist/lifecycle/build-lifecycle.js';
 import { startKiln } from './support/kiln.mjs';
