@@ -541,11 +541,25 @@ const latencyText = ({ p50, p99, max }) =>
  */
 async function logs(bench, { pods, linesPerSecond }) {
   const began = nowMs();
-  const { windowSeconds, warmupSeconds, drainSeconds } = LOGS;
   const name = `${pods}×${int(linesPerSecond)}/s`;
   const { double, kubeconfig, stop: stopDouble } = await bench.startDouble(`logs-${pods}`);
-  const api = await bench.startKiln(kubeconfig, 'api');
-  const kiln = await bench.startKiln(kubeconfig, 'operator');
+  let api;
+  let kiln;
+  try {
+    api = await bench.startKiln(kubeconfig, 'api');
+    kiln = await bench.startKiln(kubeconfig, 'operator');
+    await logsIn(bench, { pods, linesPerSecond, name, began }, { double, api, kiln });
+  } finally {
+    // Once each (a stop answers the same exit again); also when the scenario failed.
+    await kiln?.stop();
+    await api?.stop();
+    await stopDouble().catch(() => undefined);
+  }
+}
+
+/** The scenario of `logs` in its own double and kiln. */
+async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, api, kiln }) {
+  const { windowSeconds, warmupSeconds, drainSeconds } = LOGS;
   const tenancy = await bench.tenancy(api);
   // Long enough that every pod still prints through the window however long kiln takes to
   // follow them all; the kubelet stops after the window and the drain.
@@ -618,6 +632,7 @@ async function logs(bench, { pods, linesPerSecond }) {
   let followedAfter;
   let reconcilesToFollow;
   let received;
+  let notFollowed;
   let groupsBefore;
   let groupsAfter;
   try {
@@ -628,20 +643,21 @@ async function logs(bench, { pods, linesPerSecond }) {
     const reconcilesBefore = (await kiln.call('operator')).reconciles;
     try {
       await until(`kiln to follow the builder of ${pods} pods`, () => following() >= pods, 90_000);
-    } catch (error) {
+    } catch {
+      // The window is measured anyway: what kiln stores of what the pods print is the figure,
+      // and its goal is missed.
       const state = JSON.stringify(await kiln.call('operator'));
-      throw new Error(
-        `${error.message} (${following()} followed; operator ${state}; kiln: ${newMessages(kiln, messagesBefore)})`,
-        { cause: error },
-      );
+      notFollowed =
+        `after 90 s kiln followed ${following()} of the ${pods} builder streams (operator ` +
+        `${state}; kiln: ${newMessages(kiln, messagesBefore)}); the window began then`;
     }
     followedAfter = nowMs() - podsStarted;
     reconcilesToFollow = (await kiln.call('operator')).reconciles - reconcilesBefore;
-    const watchedPods = watched.map(
-      (id) =>
-        double
-          .objects('v1', 'pods', NS)
-          .find((pod) => pod.metadata?.labels?.['job-name'] === `kiln-${id}`).metadata.name,
+    const watchedPods = watched.flatMap((id) =>
+      double
+        .objects('v1', 'pods', NS)
+        .filter((pod) => pod.metadata?.labels?.['job-name'] === `kiln-${id}`)
+        .map((pod) => pod.metadata.name),
     );
     await bench.clients.call('rawFollow', {
       server: double.url,
@@ -674,7 +690,8 @@ async function logs(bench, { pods, linesPerSecond }) {
   const kilnRate = (after.stored - before.stored) / windowS;
   const offeredRate = (after.printed - before.printed) / windowS;
   const share = kilnRate / offeredRate;
-  const backlog = after.printed - after.stored;
+  // The rows are counted after the printed lines: a few more may be stored than printed then.
+  const backlog = Math.max(0, after.printed - after.stored);
   const oneSecond = pods * linesPerSecond;
   const busy = (what) => `${Math.round((after.cpu[what] - before.cpu[what]) / windowS / 10)}%`;
   const rssGoal = LOGS.goalRssBytes;
@@ -692,6 +709,7 @@ async function logs(bench, { pods, linesPerSecond }) {
       `masking, counters or NOTIFY, ${int(LOGS.rawLines)} lines before the pods ran)`,
   );
   console.log(`  RSS: kiln's operator ${rssText('kiln')}; kiln's API ${rssText('api')}`);
+  if (notFollowed !== undefined) console.log(`  NOT ALL FOLLOWED: ${notFollowed}`);
   const { watchers: seen, raw } = received;
   const p99 = seen.latency.p99;
   console.log(
@@ -746,8 +764,6 @@ async function logs(bench, { pods, linesPerSecond }) {
       `${code === 1 ? ': forced, past its shutdown timeout' : ''}) in ` +
       `${seconds(nowMs() - stopping)} after the pods stopped printing; ${seconds(nowMs() - began)}`,
   );
-  await api.stop();
-  await stopDouble();
 }
 
 /** The statement BuildLogsRepository.append uses, without the row lock, counters and NOTIFY. */
@@ -926,7 +942,17 @@ async function main() {
     await kiln.stop();
     await api.stop();
     await first.stop();
-    if (wanted('logs')) for (const scenario of LOGS.scenarios) await logs(bench, scenario);
+    if (wanted('logs'))
+      for (const scenario of LOGS.scenarios) {
+        try {
+          await logs(bench, scenario);
+        } catch (error) {
+          process.exitCode = 1;
+          console.log(
+            `logs ${scenario.pods}×${int(scenario.linesPerSecond)}/s: did not run to its end: ${error.stack ?? error}`,
+          );
+        }
+      }
     if (wanted('rss')) await rss(bench, tenancy);
   } finally {
     await cleanup();
