@@ -120,6 +120,22 @@ describe(LogSink.name, () => {
       expect(sink.maskText(id, 'at http://kiln:PASSWORD@vault:8200')).toBe('at http://vault:8200');
     });
 
+    it('stores a NUL a builder printed as \\x00 (Postgres text holds none), alone or grouped with other builds', async () => {
+      const [first, second] = [await createBuild(kiln, 'nul-1'), await createBuild(kiln, 'nul-2')];
+
+      // The first append of each build goes on its own, the next ones in a group.
+      for (const id of [first, second]) await sink.append(id, [{ text: 'a\u0000b' }]);
+      await Promise.all([first, second].map((id) => sink.append(id, [{ text: '\u0000' }])));
+
+      for (const id of [first, second]) {
+        const rows = await kiln.dataSource.query<Array<{ message: string }>>(
+          'SELECT message FROM build_log_lines WHERE build_id = $1 ORDER BY seq',
+          [id],
+        );
+        expect(rows.map((r) => r.message)).toEqual(['a\\x00b', '\\x00']);
+      }
+    });
+
     it('stores nothing on a retry when the build already has the lines the first attempt would have left', async () => {
       const id = await createBuild(kiln, 'retry');
       const repository = kiln.app.get(BuildLogsRepository);

@@ -251,7 +251,11 @@ export class LogSink implements OnModuleDestroy {
     for (const line of input) {
       // A piece cut at the splitter's cap goes on in the next piece: mask it joined with what was
       // held back, and hold back its tail, so a secret across the cut is masked whole.
-      const joined = carry === undefined ? line.text : carry.text + line.text;
+      // Postgres text cannot hold NUL: it reads as the local runner's LineSplitter writes it.
+      const printed = line.text.includes('\u0000')
+        ? line.text.replaceAll('\u0000', '\\x00')
+        : line.text;
+      const joined = carry === undefined ? printed : carry.text + printed;
       const secretless = masker.mask(joined);
       const hidSecret = secretless !== joined;
       const masked = withoutCredentials(secretless);
