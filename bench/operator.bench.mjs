@@ -501,6 +501,9 @@ async function rawIngest(bench, api, tenancy, lines) {
   return LOGS.rawLines / ((nowMs() - begin) / 1000);
 }
 
+/** How long the logs section waits for kiln to follow every builder stream. */
+const FOLLOW_WAIT_MS = 90_000;
+
 /** One build's traced timestamps: kubelet → follower, follower → stored, stored → delivered. */
 function stagesOf(traces, delivered, window) {
   const sums = { read: 0, stored: 0, delivered: 0 };
@@ -563,7 +566,9 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
   const tenancy = await bench.tenancy(api);
   // Long enough that every pod still prints through the window however long kiln takes to
   // follow them all; the kubelet stops after the window and the drain.
-  const printSeconds = warmupSeconds + windowSeconds + drainSeconds + 60;
+  // The 90 s kiln may take to follow every stream included: a window that begins that late
+  // still has pods printing.
+  const printSeconds = warmupSeconds + windowSeconds + drainSeconds + FOLLOW_WAIT_MS / 1000 + 30;
   const lines = makeLines(linesPerSecond * printSeconds, { seed: 12 });
 
   // The baseline first, on a quiet machine.
@@ -642,13 +647,17 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
     const podsStarted = nowMs();
     const reconcilesBefore = (await kiln.call('operator')).reconciles;
     try {
-      await until(`kiln to follow the builder of ${pods} pods`, () => following() >= pods, 90_000);
+      await until(
+        `kiln to follow the builder of ${pods} pods`,
+        () => following() >= pods,
+        FOLLOW_WAIT_MS,
+      );
     } catch {
       // The window is measured anyway: what kiln stores of what the pods print is the figure,
       // and its goal is missed.
       const state = JSON.stringify(await kiln.call('operator'));
       notFollowed =
-        `after 90 s kiln followed ${following()} of the ${pods} builder streams (operator ` +
+        `after ${FOLLOW_WAIT_MS / 1000} s kiln followed ${following()} of the ${pods} builder streams (operator ` +
         `${state}; kiln: ${newMessages(kiln, messagesBefore)}); the window began then`;
     }
     followedAfter = nowMs() - podsStarted;
@@ -689,7 +698,8 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
   const windowS = (after.t - before.t) / 1000;
   const kilnRate = (after.stored - before.stored) / windowS;
   const offeredRate = (after.printed - before.printed) / windowS;
-  const share = kilnRate / offeredRate;
+  // Pods that printed nothing in the window (they ended before it) give no figure: missed.
+  const share = offeredRate > 0 ? kilnRate / offeredRate : 0;
   // The rows are counted after the printed lines: a few more may be stored than printed then.
   const backlog = Math.max(0, after.printed - after.stored);
   const oneSecond = pods * linesPerSecond;
