@@ -13,7 +13,8 @@
 // Sizes: OPBENCH_BUILDS (1000), OPBENCH_CACHED_BUILDS (10000); OPBENCH_PODS and
 // OPBENCH_LINES_PER_SECOND (unset: 50 × 2,000 and 200 × 500), OPBENCH_WINDOW_SECONDS (30). OPBENCH_CPU_PROFILE=dir makes
 // each kiln process write a V8 CPU profile into dir when it stops. OPBENCH_KILN_ENV='{"KILN_…":
-// "…"}' adds settings to every kiln process's environment (to see what one setting changes).
+// "…"}' adds settings to every kiln process's environment (to see what one setting changes);
+// OPBENCH_NODE_FLAGS='--max-semi-space-size=32' adds node/V8 flags to every kiln process.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';

@@ -35,6 +35,11 @@ export async function startPostgres() {
   }
 }
 
+/** The flags OPBENCH_NODE_FLAGS names, space-separated (none when unset). */
+function nodeFlags() {
+  return (process.env.OPBENCH_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
+}
+
 /**
  * Starts kiln (bench/support/kiln-child.mjs) with exactly `env` (plus PATH and HOME) and waits
  * until it listens. Its stdout/stderr (pino JSON) are kept: `messages()` counts them by level and
@@ -43,7 +48,8 @@ export async function startPostgres() {
 export function startKilnProcess(env) {
   const child = fork(new URL('./kiln-child.mjs', import.meta.url), {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
-    execArgv: ['--expose-gc', ...cpuProfileArgs()],
+    // OPBENCH_NODE_FLAGS: V8/node flags for every kiln process (e.g. --max-semi-space-size=32).
+    execArgv: ['--expose-gc', ...nodeFlags(), ...cpuProfileArgs()],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const lines = [];
