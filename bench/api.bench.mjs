@@ -29,15 +29,17 @@ import {
 import { readCpuProfileOf, summariseCpuProfile } from './support/cpu-profile.mjs';
 import { HttpBenchGround } from './support/http-bench.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
-import { delay, int, ms, nowMs, percent, ratio, seconds, verdict } from './support/stats.mjs';
-
-function size(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
-  return n;
-}
+import {
+  delay,
+  int,
+  ms,
+  nowMs,
+  percent,
+  ratio,
+  seconds,
+  verdict,
+  sizeFromEnv as size,
+} from './support/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const LOAD = { connections: 10, seconds: size('API_BENCH_SECONDS', 10), warmupSeconds: 2 };

@@ -42,15 +42,14 @@ import { loadKubeDouble, withoutGarbageCollector } from './support/kube-double.m
 import { request, startKiln } from './support/kiln.mjs';
 import { startKilnProcess, startPostgres } from './support/kiln-process.mjs';
 import { ROOT } from './support/leftovers.mjs';
-import { delay, latencySummary, ms, nowMs, verdict } from './support/stats.mjs';
-
-function size(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
-  return n;
-}
+import {
+  delay,
+  latencySummary,
+  ms,
+  nowMs,
+  verdict,
+  sizeFromEnv as size,
+} from './support/stats.mjs';
 
 const RUNS = size('FIRSTLINE_RUNS', 20);
 const LOCAL_GOAL_MS = 300;

@@ -30,7 +30,15 @@ import { selfCpuMs, startClients } from './support/client-process.mjs';
 import { startKilnProcess, startPostgres } from './support/kiln-process.mjs';
 import { averageBytes, makeLines } from './support/log-lines.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
-import { delay, int, nowMs, percentile, ratio, verdict } from './support/stats.mjs';
+import {
+  delay,
+  int,
+  nowMs,
+  percentile,
+  ratio,
+  verdict,
+  sizeFromEnv as size,
+} from './support/stats.mjs';
 
 /** OPBENCH_KILN_ENV: a JSON object of KILN_* settings for every kiln process ({} unset). */
 function kilnEnvFromCaller() {
@@ -41,14 +49,6 @@ function kilnEnvFromCaller() {
     if (!name.startsWith('KILN_') || typeof value !== 'string')
       throw new Error(`OPBENCH_KILN_ENV: ${name} must be a KILN_ setting with a string value`);
   return env;
-}
-
-function size(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
-  return n;
 }
 
 const NS = 'kiln-builds';

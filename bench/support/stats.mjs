@@ -54,3 +54,12 @@ export function paced(call, intervalMs) {
     },
   };
 }
+
+/** A positive integer from the environment variable `name`, or `fallback` when it is unset. */
+export function sizeFromEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive integer`);
+  return n;
+}

@@ -3,6 +3,7 @@ import {
   type AppendOptions,
   type AppendResult,
   type BuildLogsRepository,
+  messageBytes,
   type NewLogLine,
   UncertainCommitError,
 } from './build-logs.repository.js';
@@ -30,13 +31,13 @@ interface Waiting {
 
 /**
  * Group commit for log appends (docs/adr/0056-log-ingest-groups.md): appends of many builds that
- * arrive while the database is busy with earlier ones go in one statement
- * (BuildLogsRepository.appendToMany), so the statements and commits per second stay few however
- * many builds print at once. An append that finds the database idle goes at once, in a group of
+ * arrive while the database is busy with earlier ones go in one transaction
+ * (BuildLogsRepository.appendToMany: the counters, one COPY, COMMIT), so the statements and
+ * commits per second stay few however many builds print at once. An append that finds the database idle goes at once, in a group of
  * its own (after the current tick, which others may join): grouping adds no wait when there is
  * nothing to wait for.
  *
- * An entry the group statement does not take (another writer made its count stale, the cap, the
+ * An entry the group does not take (another writer made its count stale, the cap, the
  * build gone), and every entry of a group the database refused (a deadlock, say), is appended on
  * its own with BuildLogsRepository.append, which decides it as before. When the connection fails
  * while a group commits, each of its entries fails as its own append would have: with an
@@ -49,7 +50,7 @@ export class AppendGroups {
   private waiting: Waiting[] = [];
   private inFlight = 0;
   private scheduled = false;
-  /** Group statements sent, and the appends they carried: for tests and the bench. */
+  /** Groups sent, and the appends they carried: for tests and the bench. */
   readonly sent = { groups: 0, appends: 0 };
 
   constructor(private readonly logs: BuildLogsRepository) {}
@@ -62,14 +63,12 @@ export class AppendGroups {
     marker: (capBytes: number) => NewLogLine,
     options: AppendOptions = {},
     /** The lines' message bytes, when the caller counted them already. */
-    messageBytes?: number,
+    knownBytes?: number,
   ): Promise<AppendResult | undefined> {
     const { knownLogLines } = options;
     if (knownLogLines === undefined || options.storedIfLogLines !== undefined || lines.length === 0)
       return this.logs.append(buildId, lines, capBytes, marker, options);
-    let bytes = messageBytes ?? 0;
-    if (messageBytes === undefined)
-      for (const line of lines) bytes += Buffer.byteLength(line.message, 'utf8');
+    const bytes = knownBytes ?? messageBytes(lines);
     if (bytes > capBytes || lines.length > MAX_GROUP_LINES || bytes > MAX_GROUP_BYTES)
       return this.logs.append(buildId, lines, capBytes, marker, options);
     return new Promise<AppendResult | undefined>((resolve, reject) => {
@@ -138,7 +137,7 @@ export class AppendGroups {
       results = await this.logs.appendToMany(group);
     } catch (error) {
       if (isDatabaseUnavailable(error)) {
-        // The statement commits by itself: it may have, as a COMMIT that failed may have.
+        // The connection went during the group: its COMMIT may have gone through.
         for (const entry of group) {
           entry.reject(
             new UncertainCommitError(

@@ -65,6 +65,13 @@ export class UncertainCommitError extends Error {
   }
 }
 
+/** The UTF-8 bytes of the lines' messages: what a build's log cap counts. */
+export function messageBytes(lines: readonly NewLogLine[]): number {
+  let bytes = 0;
+  for (const line of lines) bytes += Buffer.byteLength(line.message, 'utf8');
+  return bytes;
+}
+
 function isForeignKeyViolation(error: unknown): boolean {
   return (error as { driverError?: { code?: unknown } }).driverError?.code === '23503';
 }
@@ -241,8 +248,7 @@ export class BuildLogsRepository {
     capBytes: number,
     knownLogLines: number | undefined,
   ): Promise<AppendResult | undefined | 'not-taken'> {
-    let bytes = 0;
-    for (const line of lines) bytes += Buffer.byteLength(line.message, 'utf8');
+    const bytes = messageBytes(lines);
     const first = knownLogLines ?? 0;
     if (bytes > capBytes) return 'not-taken';
     const lastSeq = first + lines.length - 1;
@@ -316,12 +322,7 @@ export class BuildLogsRepository {
         throw new Error(`build ${entry.buildId} is twice in one group`);
       builds.add(entry.buildId);
     }
-    const bytes = entries.map((entry) => {
-      if (entry.bytes !== undefined) return entry.bytes;
-      let size = 0;
-      for (const line of entry.lines) size += Buffer.byteLength(line.message, 'utf8');
-      return size;
-    });
+    const bytes = entries.map((entry) => entry.bytes ?? messageBytes(entry.lines));
     return this.dataSource.transaction(async (manager) => {
       // NOTIFY here, before the lines: notifications go out at COMMIT, and none if it fails.
       // A CTE: TypeORM answers a bare UPDATE … RETURNING as [rows, count].

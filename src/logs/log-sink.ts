@@ -107,7 +107,7 @@ export class LogSink implements OnModuleDestroy {
   /** Builds whose lines wait in memory for the database. */
   private readonly backlogs = new Map<string, Backlog>();
   private readonly limits: LogBufferLimits;
-  /** Appends of many builds that wait for the database go in one statement. */
+  /** Appends of many builds that wait for the database go in one transaction (group commit). */
   private readonly groups: AppendGroups;
 
   constructor(

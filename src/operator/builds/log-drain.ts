@@ -47,7 +47,7 @@ export class LogDrains {
   private readonly awaitingPod = new Map<string, number>();
   private readonly startedAt: number;
   /** What all followers of this process hold together. */
-  readonly budget: FollowerBudget;
+  private readonly budget: FollowerBudget;
 
   constructor(
     private readonly deps: DrainDeps,
