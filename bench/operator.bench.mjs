@@ -15,9 +15,11 @@
 // each kiln process write a V8 CPU profile into dir when it stops. OPBENCH_KILN_ENV='{"KILN_…":
 // "…"}' adds settings to every kiln process's environment (to see what one setting changes);
 // OPBENCH_NODE_FLAGS='--max-semi-space-size=32' adds node/V8 flags to every kiln process.
+// OPBENCH_HEAP_SNAPSHOT=dir writes a heap snapshot of the operator at the end of each log window.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { DEFAULT_JOB_SETTINGS } from '../dist/build-methods/job.js';
 import { BUILD_METHODS } from '../dist/build-methods/methods.js';
@@ -454,10 +456,24 @@ async function jobs(bench, { api, kiln }, tenancy, { double }) {
 
 // ---- 3. Log ingest from pods ----------------------------------------------------------------
 
-/** kiln's RSS sampled every 250 ms from /proc until `stop()`; `peak` is the largest. */
+/**
+ * kiln's RSS sampled every 250 ms from /proc until `stop()`; `peak` is the largest, `parts` the
+ * process's own account (process.memoryUsage) taken with the largest RSS seen at a 1 s sample.
+ */
 function rssSampler(kiln, first) {
-  const sampler = { peak: first };
+  const sampler = { peak: first, parts: undefined };
+  let partsRss = 0;
+  let ticks = 0;
   const timer = setInterval(() => {
+    ticks += 1;
+    if (ticks % 4 === 0) {
+      kiln.call('memory').then(
+        (memory) => {
+          if (memory.rss > partsRss) [partsRss, sampler.parts] = [memory.rss, memory];
+        },
+        () => undefined,
+      );
+    }
     kiln.rss().then(
       (bytes) => (sampler.peak = Math.max(sampler.peak, bytes)),
       () => undefined,
@@ -465,6 +481,15 @@ function rssSampler(kiln, first) {
   }, 250);
   sampler.stop = () => clearInterval(timer);
   return sampler;
+}
+
+/** "heap 120.0 of 180.0 MiB, external 20.0 MiB (of it buffers 18.0 MiB)" */
+function memoryParts(parts) {
+  if (parts === undefined) return 'not known';
+  return (
+    `rss ${mib(parts.rss)}: heap ${mib(parts.heapUsed)} used of ${mib(parts.heapTotal)}, ` +
+    `external ${mib(parts.external)} (of it ArrayBuffers ${mib(parts.arrayBuffers)})`
+  );
 }
 
 /**
@@ -641,6 +666,7 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
   let notFollowed;
   let groupsBefore;
   let groupsAfter;
+  let heapSnapshot;
   try {
     double.kubelet.enabled = true;
     double.jobController.enabled = true;
@@ -681,6 +707,16 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
     await delay(windowSeconds * 1000);
     after = await sample();
     groupsAfter = await kiln.call('ingest');
+    if (process.env.OPBENCH_HEAP_SNAPSHOT !== undefined) {
+      const path = join(
+        process.env.OPBENCH_HEAP_SNAPSHOT,
+        `operator-${pods}x${linesPerSecond}.heapsnapshot`,
+      );
+      heapSnapshot = {
+        path: await kiln.call('heapSnapshot', { path }),
+        before: await kiln.call('memory'),
+      };
+    }
     await bench.clients.call('watchWindow', { fromMs: before.wall, toMs: after.wall });
     // Less the straight readers of the watched pods.
     after.following = following() - watched.length;
@@ -720,6 +756,15 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
       `masking, counters or NOTIFY, ${int(LOGS.rawLines)} lines before the pods ran)`,
   );
   console.log(`  RSS: kiln's operator ${rssText('kiln')}; kiln's API ${rssText('api')}`);
+  console.log(
+    `  memory at the largest sampled RSS (1 s samples): kiln's operator ` +
+      `${memoryParts(rss.kiln.parts)}; kiln's API ${memoryParts(rss.api.parts)}`,
+  );
+  if (heapSnapshot !== undefined)
+    console.log(
+      `  heap snapshot of kiln's operator at the window's end: ${heapSnapshot.path} (taken at ` +
+        `${memoryParts(heapSnapshot.before)})`,
+    );
   if (notFollowed !== undefined) console.log(`  NOT ALL FOLLOWED: ${notFollowed}`);
   const { watchers: seen, raw } = received;
   const p99 = seen.latency.p99;

@@ -5,6 +5,7 @@
 // `options.reconcile(key, signal)` for every reconcile it counts, and this wraps that function to
 // note the start time (CLOCK_MONOTONIC ms, the clock every process on the machine shares).
 import 'reflect-metadata';
+import { writeHeapSnapshot } from 'node:v8';
 import { KILN_ENTITIES } from '../../dist/app.entities.js';
 import { createApp } from '../../dist/app.factory.js';
 import { createLogger } from '../../dist/common/logger.js';
@@ -165,6 +166,8 @@ const commands = {
     globalThis.gc?.();
     return { ...process.memoryUsage(), collected: globalThis.gc !== undefined };
   },
+  /** A heap snapshot (.heapsnapshot, for Chrome's memory panel) written to `path`. */
+  heapSnapshot: ({ path }) => writeHeapSnapshot(path),
   operator: () => ({
     leading: runtime?.isLeader ?? false,
     running: runtime?.isRunning ?? false,

@@ -107,6 +107,22 @@ describe(SecretMasker.name, () => {
       expect(masker.mask(`token=${almost}`)).toBe(`token=${almost}`);
     });
 
+    it('masks a secret of RegExp metacharacters and non-ASCII, which the first-units filter matches as text', () => {
+      const secret = '.*+?^$|\\/()[]{}-é🔑';
+      const masker = maskerWith(secret);
+
+      expect(masker.mask(`a ${secret} b`)).toBe(`a ${MASK} b`);
+      expect(masker.mask('a .*+?^$|\\ b')).toBe('a .*+?^$|\\ b');
+      expect(masker.mask('anything at all')).toBe('anything at all');
+    });
+
+    it('masks a secret whose first units appear earlier in the line too', () => {
+      const masker = maskerWith(SECRET);
+      const start = SECRET.slice(0, 4);
+
+      expect(masker.mask(`${start} ${start}${SECRET}`)).toBe(`${start} ${start}${MASK}`);
+    });
+
     it('masks the standard base64 encoding of the secret, padding included', () => {
       const masker = maskerWith(SECRET);
       const encoded = base64(SECRET);

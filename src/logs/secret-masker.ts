@@ -21,6 +21,8 @@ export class SecretMasker {
   private readonly secrets = new Set<string>();
   private readonly patterns = new Set<string>();
   private matcher: Matcher | undefined;
+  /** Matches wherever some pattern's first PREFIX_LENGTH units occur (see `mask`). */
+  private prefilter: RegExp | undefined;
 
   register(secret: string): Registration {
     if ([...secret].length < MIN_SECRET_LENGTH) {
@@ -49,6 +51,7 @@ export class SecretMasker {
         if (form.length >= MIN_SECRET_LENGTH) this.patterns.add(form);
       }
       this.matcher = undefined;
+      this.prefilter = undefined;
     }
     return { accepted: true };
   }
@@ -56,6 +59,10 @@ export class SecretMasker {
   /** `line` is one complete log line (no newline inside). */
   mask(line: string): string {
     if (this.patterns.size === 0) return line;
+    // Most lines hold no secret: a line without any pattern's first units holds none of the
+    // patterns, and V8's compiled RegExp finds that out several times faster than the automaton.
+    this.prefilter ??= prefixPattern(this.patterns);
+    if (!this.prefilter.test(line)) return line;
     this.matcher ??= new Matcher(this.patterns);
     // Every pattern is at least MIN_SECRET_LENGTH (> MASK) long, so each pass that masks something
     // shortens the text and the loop ends. The second pass catches the rare occurrence that the
@@ -71,6 +78,24 @@ export class SecretMasker {
   get size(): number {
     return this.secrets.size;
   }
+}
+
+/** Every pattern is at least MIN_SECRET_LENGTH units long, so each has a prefix this long. */
+const PREFIX_LENGTH = 4;
+
+/**
+ * A RegExp of the patterns' distinct first PREFIX_LENGTH UTF-16 units, every unit escaped as
+ * \uXXXX (no `u` flag: it matches code units, as the automaton does, lone surrogates included).
+ */
+function prefixPattern(patterns: ReadonlySet<string>): RegExp {
+  const prefixes = new Set([...patterns].map((pattern) => pattern.slice(0, PREFIX_LENGTH)));
+  const escape = (prefix: string): string => {
+    let escaped = '';
+    for (let i = 0; i < prefix.length; i++)
+      escaped += `\\u${prefix.charCodeAt(i).toString(16).padStart(4, '0')}`;
+    return escaped;
+  };
+  return new RegExp([...prefixes].map(escape).join('|'));
 }
 
 function maskedForms(secret: string): Set<string> {

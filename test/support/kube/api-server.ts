@@ -628,15 +628,16 @@ export class KubeApiServer implements ClusterHost, KueueHost {
     const key = `${namespace}/${pod}/${container}`;
     const stored = this.logs.get(key) ?? [];
     for (const text of lines)
-      for (const line of text.split('\n')) stored.push({ ns: at, text: line });
+      if (!text.includes('\n')) stored.push({ ns: at, text });
+      else for (const line of text.split('\n')) stored.push({ ns: at, text: line });
     this.logs.set(key, stored);
-    for (const follower of [...this.logFollowers])
-      if (
+    const woken = [...this.logFollowers].filter(
+      (follower) =>
         follower.namespace === namespace &&
         follower.pod === pod &&
-        follower.container === container
-      )
-        follower.wake();
+        follower.container === container,
+    );
+    for (const follower of woken) follower.wake();
   }
 
   /** ClusterHost: create as kube-controller-manager would, through the normal create path. */
@@ -2207,8 +2208,14 @@ export class KubeApiServer implements ClusterHost, KueueHost {
     if (tail !== null) next = Math.max(next, lines.length - Math.max(0, Number(tail)));
     const limitParam = ctx.query.get('limitBytes');
     let budget = limitParam !== null ? Number(limitParam) : Number.POSITIVE_INFINITY;
-    const render = (line: LogLine): string =>
-      `${timestamps ? `${rfc3339Nano(line.ns)} ` : ''}${line.text}\n`;
+    // The lines of one write share a timestamp: it is formatted once for them.
+    let stampNs: bigint | undefined;
+    let stamp = '';
+    const render = (line: LogLine): string => {
+      if (!timestamps) return `${line.text}\n`;
+      if (line.ns !== stampNs) [stampNs, stamp] = [line.ns, `${rfc3339Nano(line.ns)} `];
+      return `${stamp}${line.text}\n`;
+    };
     const { res } = ctx;
     res.writeHead(200, { 'content-type': 'text/plain', 'transfer-encoding': 'chunked' });
 
@@ -2254,7 +2261,7 @@ export class KubeApiServer implements ClusterHost, KueueHost {
     if (flush()) return;
     const podKey = storageKey(ctx.type);
     const over = (): boolean => {
-      const now = this.store.get(podKey, ctx.namespace, name);
+      const now = this.store.peek(podKey, ctx.namespace, name);
       if (!now || now.metadata.uid !== pod.metadata.uid) return true;
       const phase = isObject(now.status ?? null) ? (now.status as JsonObject).phase : undefined;
       return (

@@ -1218,9 +1218,8 @@ export class FakeJobController {
     const status = clone(obj(job.status));
     let conditions = list(status.conditions);
     const finished = isTrue(conditions, 'Complete') || isTrue(conditions, 'Failed');
-    const pods = this.host.store
-      .list(PODS, namespace)
-      .filter((p) => controllerRef(p, 'Job') === state.uid);
+    const uid = state.uid;
+    const pods = this.host.store.list(PODS, namespace, (p) => controllerRef(p, 'Job') === uid);
     const phase = (p: KubeObject): string => str(obj(p.status).phase);
     let succeeded = Number(status.succeeded ?? 0);
     let failed = Number(status.failed ?? 0);

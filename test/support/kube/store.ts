@@ -43,10 +43,35 @@ export class ObjectStore {
     return found ? clone(found) : undefined;
   }
 
-  list(resource: string, namespace?: string): KubeObject[] {
+  /**
+   * The stored object itself, not a copy: for a read that changes nothing and keeps nothing (a
+   * log stream asking whether its container ended on every write). Never modify it.
+   */
+  peek(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+  ): Readonly<KubeObject> | undefined {
+    return this.objects.get(resource)?.get(keyOf(namespace, name));
+  }
+
+  /**
+   * Copies of the objects of a resource (in a namespace), sorted; `where` picks among the stored
+   * objects before any is copied (it must only read them), so a controller looking for a Job's
+   * few pods among thousands copies only those.
+   */
+  list(
+    resource: string,
+    namespace?: string,
+    where?: (object: KubeObject) => boolean,
+  ): KubeObject[] {
     const all = [...(this.objects.get(resource)?.values() ?? [])];
     return sortObjects(
-      all.filter((o) => namespace === undefined || o.metadata.namespace === namespace),
+      all.filter(
+        (o) =>
+          (namespace === undefined || o.metadata.namespace === namespace) &&
+          (where === undefined || where(o)),
+      ),
     ).map(clone);
   }
 
