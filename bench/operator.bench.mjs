@@ -14,7 +14,8 @@
 // OPBENCH_LINES_PER_SECOND (unset: 50 × 2,000 and 200 × 500), OPBENCH_WINDOW_SECONDS (30). OPBENCH_CPU_PROFILE=dir makes
 // each kiln process write a V8 CPU profile into dir when it stops. OPBENCH_KILN_ENV='{"KILN_…":
 // "…"}' adds settings to every kiln process's environment (to see what one setting changes);
-// OPBENCH_NODE_FLAGS='--max-semi-space-size=32' adds node/V8 flags to every kiln process.
+// kiln's processes run with the chart's NODE_OPTIONS (values.yaml `api.nodeOptions`,
+// `operator.nodeOptions`); OPBENCH_NODE_FLAGS='--max-semi-space-size=32' replaces them ('' none).
 // OPBENCH_HEAP_SNAPSHOT=dir writes a heap snapshot of the operator at the end of each log window.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -29,7 +30,7 @@ import {
   withoutGarbageCollector,
 } from './support/kube-double.mjs';
 import { selfCpuMs, startClients } from './support/client-process.mjs';
-import { startKilnProcess, startPostgres } from './support/kiln-process.mjs';
+import { nodeFlags, startKilnProcess, startPostgres } from './support/kiln-process.mjs';
 import { averageBytes, makeLines } from './support/log-lines.mjs';
 import { cpuMsOf, postgresCpuMs } from './support/proc-cpu.mjs';
 import {
@@ -985,6 +986,11 @@ async function main() {
         `against the Kubernetes API server double (test/support/kube/) in the bench's process; ` +
         `embedded PostgreSQL ${version} on /dev/shm (fsync off); node ${process.version}, ` +
         `${cpus().length} CPUs; goals are reported, not asserted`,
+    );
+    const flags = (role) => JSON.stringify(nodeFlags(role).join(' '));
+    console.log(
+      `  node flags: the API ${flags('api')}, the operator ${flags('operator')} (` +
+        `${process.env.OPBENCH_NODE_FLAGS === undefined ? "the chart's nodeOptions" : 'OPBENCH_NODE_FLAGS'})`,
     );
     // Sections 1 and 3 run kiln as the chart deploys it: the API and the operator in processes
     // of their own (KILN_ROLE=api, KILN_ROLE=operator), so that each one's CPU is its own. The

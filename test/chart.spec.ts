@@ -150,6 +150,11 @@ describe('the Helm chart (charts/kiln)', () => {
         '/operator/extraEnv',
       ],
       [
+        'node options that are not --flags',
+        { operator: { nodeOptions: '--max-old-space-size=256; rm -rf /' } },
+        '/operator/nodeOptions',
+      ],
+      [
         'a step tool image not pinned by digest',
         { builds: { steps: { toolImages: { snyk: 'snyk/snyk:linux' } } } },
         '/builds/steps/toolImages/snyk',
@@ -185,6 +190,23 @@ describe('the Helm chart (charts/kiln)', () => {
     });
     const byDefault = one(render(), 'Deployment', 'kiln-operator');
     expect(envOf(byDefault).filter((e) => /^KILN_STEP_IMAGE_/.test(e.name))).toEqual([]);
+  });
+
+  it('caps the V8 heap of the API and the operator with NODE_OPTIONS from nodeOptions; none when it is empty', () => {
+    const chart = render();
+    expect(env(one(chart, 'Deployment', 'kiln-operator'), 'NODE_OPTIONS')).toEqual({
+      name: 'NODE_OPTIONS',
+      value: defaults.operator.nodeOptions,
+    });
+    expect(env(one(chart, 'Deployment', 'kiln-api'), 'NODE_OPTIONS')).toEqual({
+      name: 'NODE_OPTIONS',
+      value: defaults.api.nodeOptions,
+    });
+    expect(defaults.operator.nodeOptions).toMatch(/--max-old-space-size=\d+/);
+
+    const none = render({ ...DATABASE, api: { nodeOptions: '' }, operator: { nodeOptions: '' } });
+    expect(env(one(none, 'Deployment', 'kiln-operator'), 'NODE_OPTIONS')).toBeUndefined();
+    expect(env(one(none, 'Deployment', 'kiln-api'), 'NODE_OPTIONS')).toBeUndefined();
   });
 
   it('grants exactly the RBAC rules the ADR lists, in Roles only: the same two in each build namespace', () => {

@@ -1,7 +1,9 @@
 // kiln as its own process for bench/operator.bench.mjs (kiln-child.mjs, forked with IPC), and a
 // throw-away embedded PostgreSQL on /dev/shm for it, as bench/support/kiln.mjs makes one.
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { parse } from 'yaml';
 import { createLogger } from '../../dist/common/logger.js';
 import { EmbeddedPostgres } from '../../dist/database/embedded-postgres.js';
 // The prefix and layout bench/support/kiln.mjs uses: either bench removes the other's leftovers.
@@ -35,9 +37,23 @@ export async function startPostgres() {
   }
 }
 
-/** The flags OPBENCH_NODE_FLAGS names, space-separated (none when unset). */
-function nodeFlags() {
-  return (process.env.OPBENCH_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
+/**
+ * A kiln process's node/V8 flags: OPBENCH_NODE_FLAGS when set (space-separated; '' for none), else
+ * what the chart sets as NODE_OPTIONS for that role (values.yaml `api.nodeOptions`,
+ * `operator.nodeOptions`; both, the operator's, for KILN_ROLE=all), so kiln runs as installed.
+ */
+export function nodeFlags(role) {
+  const set = process.env.OPBENCH_NODE_FLAGS;
+  const flags = set !== undefined ? set : chartNodeOptions(role);
+  return flags.split(' ').filter((flag) => flag !== '');
+}
+
+/** values.yaml's `nodeOptions` of the chart's component running `role`. */
+export function chartNodeOptions(role) {
+  const values = parse(
+    readFileSync(new URL('../../charts/kiln/values.yaml', import.meta.url), 'utf8'),
+  );
+  return (role === 'api' ? values.api.nodeOptions : values.operator.nodeOptions) ?? '';
 }
 
 /**
@@ -48,8 +64,8 @@ function nodeFlags() {
 export function startKilnProcess(env) {
   const child = fork(new URL('./kiln-child.mjs', import.meta.url), {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
-    // OPBENCH_NODE_FLAGS: V8/node flags for every kiln process (e.g. --max-semi-space-size=32).
-    execArgv: ['--expose-gc', ...nodeFlags(), ...cpuProfileArgs()],
+    // The chart's NODE_OPTIONS for the role, or OPBENCH_NODE_FLAGS.
+    execArgv: ['--expose-gc', ...nodeFlags(env.KILN_ROLE), ...cpuProfileArgs()],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const lines = [];
