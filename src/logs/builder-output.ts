@@ -31,8 +31,16 @@ function markerLevel(text: string): LogLevel | undefined {
   return 'ERROR';
 }
 
-function plain(level: LogLevel, metadata: Metadata = {}): LineInsight {
-  return { level, metadata };
+/** Insights with no step and no metadata, one frozen object per level: most lines get one. */
+const PLAIN: Readonly<Record<LogLevel, LineInsight>> = {
+  DEBUG: Object.freeze({ level: 'DEBUG', metadata: Object.freeze({}) }),
+  INFO: Object.freeze({ level: 'INFO', metadata: Object.freeze({}) }),
+  WARN: Object.freeze({ level: 'WARN', metadata: Object.freeze({}) }),
+  ERROR: Object.freeze({ level: 'ERROR', metadata: Object.freeze({}) }),
+};
+
+function plain(level: LogLevel, metadata?: Metadata): LineInsight {
+  return metadata === undefined ? PLAIN[level] : { level, metadata };
 }
 
 /** Sets `step` and `metadata.step` together; an impossible count (0/3, 4/3) sets neither. */
@@ -78,9 +86,8 @@ const LOGRUS_LEVELS: Record<string, LogLevel> = {
 function logrus(line: string, withCommand: boolean): LineInsight | undefined {
   const m = LOGRUS.exec(line) ?? LOGFMT.exec(line);
   if (m === null) return undefined;
-  const metadata: Metadata = {};
-  if (withCommand && m[2] !== undefined) metadata.command = m[2];
-  return plain(LOGRUS_LEVELS[m[1] ?? ''] ?? 'INFO', metadata);
+  const level = LOGRUS_LEVELS[m[1] ?? ''] ?? 'INFO';
+  return withCommand && m[2] !== undefined ? plain(level, { command: m[2] }) : plain(level);
 }
 
 // kaniko prints its fatal error bare on stdout (`error building image: error building stage: …`).

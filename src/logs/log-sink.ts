@@ -6,7 +6,7 @@ import { LOGGER } from '../common/logger.js';
 import { KilnConfig } from '../config/config.js';
 import { Metrics } from '../metrics/metrics.js';
 import { BuildLifecycle } from '../lifecycle/build-lifecycle.js';
-import { inspectLine } from './builder-output.js';
+import { heldLine, splitUtf8 } from './held-line.js';
 import { type BuilderFormat } from '../manifest/formats.js';
 import {
   type AppendResult,
@@ -268,23 +268,16 @@ export class LogSink implements OnModuleDestroy {
         if (text === '') continue;
       }
       const size = Buffer.byteLength(text, 'utf8');
-      const pieces = size <= MAX_LINE_BYTES ? [text] : splitUtf8(text, MAX_LINE_BYTES);
+      const ts = line.ts ?? now;
+      if (size <= MAX_LINE_BYTES) {
+        lines.push(heldLine(line, ts, text, size, line.continued === true, hidSecret));
+        continue;
+      }
+      const pieces = splitUtf8(text, MAX_LINE_BYTES);
       pieces.forEach((piece, index) => {
-        const insight = inspectLine(piece, line.format);
         const continued = index < pieces.length - 1 || line.continued === true;
-        const metadata = lineMetadata(insight.metadata, line.container, continued);
-        lines.push({
-          kind: 'line',
-          line: {
-            ts: line.ts ?? now,
-            level: insight.level,
-            message: piece,
-            metadata,
-          },
-          bytes: pieces.length === 1 ? size : Buffer.byteLength(piece, 'utf8'),
-          step: insight.step,
-          masked: hidSecret,
-        });
+        const bytes = Buffer.byteLength(piece, 'utf8');
+        lines.push(heldLine(line, ts, piece, bytes, continued, hidSecret));
       });
     }
     if (carry === undefined) this.carries.delete(buildId);
@@ -479,35 +472,6 @@ export class LogSink implements OnModuleDestroy {
   }
 }
 
-/** `{container}` of the lines that carry nothing else: most lines, one shared object each. */
-const CONTAINER_ONLY = new Map<string, Readonly<Record<string, string>>>();
-
-/**
- * A line's metadata: what the builder's output said, its container, and whether it goes on in
- * the next line; null when none. Lines with only a container share one frozen object per
- * container name (one object less per line at 100,000 lines a second).
- */
-function lineMetadata(
-  insight: Record<string, string>,
-  container: string | undefined,
-  continued: boolean,
-): Record<string, string> | null {
-  if (!continued && Object.keys(insight).length === 0) {
-    if (container === undefined) return null;
-    let shared = CONTAINER_ONLY.get(container);
-    if (shared === undefined) {
-      shared = Object.freeze({ container });
-      if (CONTAINER_ONLY.size < 64) CONTAINER_ONLY.set(container, shared);
-    }
-    return shared;
-  }
-  return {
-    ...insight,
-    ...(container === undefined ? {} : { container }),
-    ...(continued ? { continued: 'true' } : {}),
-  };
-}
-
 function registerIn(masker: SecretMasker, secret: string): Registration {
   return secret.length > MAX_SECRET_CHARS
     ? {
@@ -565,24 +529,4 @@ function truncationMarker(capBytes: number): NewLogLine {
     message: `[kiln] this build's log reached ${capBytes} bytes; further lines are not stored`,
     metadata: { truncated: 'true' },
   };
-}
-
-/** Cuts text into pieces of at most `maxBytes` UTF-8 bytes without splitting a character. */
-export function splitUtf8(text: string, maxBytes: number): string[] {
-  if (Buffer.byteLength(text, 'utf8') <= maxBytes) return [text];
-  const pieces: string[] = [];
-  let current = '';
-  let size = 0;
-  for (const char of text) {
-    const charBytes = Buffer.byteLength(char, 'utf8');
-    if (size + charBytes > maxBytes) {
-      pieces.push(current);
-      current = '';
-      size = 0;
-    }
-    current += char;
-    size += charBytes;
-  }
-  pieces.push(current);
-  return pieces;
 }

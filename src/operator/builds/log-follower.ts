@@ -461,14 +461,12 @@ export class BuildLogFollower {
     if (lines.length === 0) return;
     // Lines of one kubelet write share their timestamp, and so one Date.
     let ts = new Date(lines[0]!.tsMs);
+    const { name, format } = container;
     const batch: LogLineInput[] = lines.map((line) => {
       if (line.tsMs !== ts.getTime()) ts = new Date(line.tsMs);
-      return {
-        text: line.text,
-        ts,
-        container: container.name,
-        ...(container.format === undefined ? {} : { format: container.format }),
-      };
+      return format === undefined
+        ? { text: line.text, ts, container: name }
+        : { text: line.text, ts, container: name, format };
     });
     this.append(batch);
   }

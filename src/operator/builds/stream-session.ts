@@ -20,23 +20,43 @@ export class StreamSession {
   private partial = '';
   private readonly base: number | undefined;
   private skip: number;
+  /** The cursor as numbers, not an object per line; `hasCursor` false: none yet. */
+  private hasCursor: boolean;
+  private lastTsMs: number;
+  private seenAtLast: number;
 
-  constructor(public cursor: LogCursor | undefined) {
+  constructor(cursor: LogCursor | undefined) {
     this.base = cursor?.tsMs;
     this.skip = cursor?.seen ?? 0;
+    this.hasCursor = cursor !== undefined;
+    this.lastTsMs = cursor?.tsMs ?? 0;
+    this.seenAtLast = cursor?.seen ?? 0;
+  }
+
+  /** Where a stream reopened after this one resumes: the last line accepted, or where it began. */
+  get cursor(): LogCursor | undefined {
+    return this.hasCursor ? { tsMs: this.lastTsMs, seen: this.seenAtLast } : undefined;
   }
 
   take(text: string): ParsedLine[] {
-    const parts = (this.partial + text).split('\n');
-    this.partial = parts.pop() ?? '';
-    return parts.flatMap((raw) => this.accept(raw));
+    const joined = this.partial === '' ? text : this.partial + text;
+    const lines: ParsedLine[] = [];
+    let from = 0;
+    for (let end = joined.indexOf('\n'); end !== -1; end = joined.indexOf('\n', from)) {
+      this.accept(joined.slice(from, end), lines);
+      from = end + 1;
+    }
+    this.partial = from === joined.length ? '' : joined.slice(from);
+    return lines;
   }
 
   /** The last line of a finished stream may have no newline. */
   finish(): ParsedLine[] {
     const rest = this.partial;
     this.partial = '';
-    return rest === '' ? [] : this.accept(rest);
+    const lines: ParsedLine[] = [];
+    if (rest !== '') this.accept(rest, lines);
+    return lines;
   }
 
   /** A broken stream's unfinished line comes again when the stream is reopened. */
@@ -44,21 +64,23 @@ export class StreamSession {
     this.partial = '';
   }
 
-  private accept(raw: string): ParsedLine[] {
+  private accept(raw: string, into: ParsedLine[]): void {
     const line = parseTimestamped(raw.endsWith('\r') ? raw.slice(0, -1) : raw);
-    if (line === undefined) return [];
+    if (line === undefined) return;
     if (this.base !== undefined) {
-      if (line.tsMs < this.base) return [];
+      if (line.tsMs < this.base) return;
       if (line.tsMs === this.base && this.skip > 0) {
         this.skip--;
-        return [];
+        return;
       }
     }
-    this.cursor =
-      this.cursor !== undefined && this.cursor.tsMs === line.tsMs
-        ? { tsMs: line.tsMs, seen: this.cursor.seen + 1 }
-        : { tsMs: line.tsMs, seen: 1 };
-    return [line];
+    if (this.hasCursor && this.lastTsMs === line.tsMs) this.seenAtLast++;
+    else {
+      this.hasCursor = true;
+      this.lastTsMs = line.tsMs;
+      this.seenAtLast = 1;
+    }
+    into.push(line);
   }
 }
 
