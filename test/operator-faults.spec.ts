@@ -281,9 +281,16 @@ describe('the operator under faults', () => {
       await ground.proxyTo(ground.cluster.url),
       await ground.proxyTo(ground.cluster.url),
     ];
+    // The Lease shortened from client-go's 15/10/2 s: the standby waits out the whole lease
+    // duration of the cut-off leader, which at 15 s was most of this test's time.
+    const env = {
+      KILN_OPERATOR_LEASE_DURATION_SECONDS: '4',
+      KILN_OPERATOR_LEASE_RENEW_DEADLINE_SECONDS: '3',
+      KILN_OPERATOR_LEASE_RETRY_PERIOD_SECONDS: '1',
+    };
     const replicas = [
-      await ground.startOperator({ apiServer: links[0] }),
-      await ground.startOperator({ apiServer: links[1] }),
+      await ground.startOperator({ apiServer: links[0], env }),
+      await ground.startOperator({ apiServer: links[1], env }),
     ];
     const leader = await until('a leader', () => {
       const index = replicas.findIndex((r) => ground.runtimeOf(r).isRunning);
