@@ -78,7 +78,10 @@ export interface AxeViolation {
  * DevTools protocol, which the page's CSP does not govern, so the console's policy stays strict.
  */
 export async function seriousA11yViolations(page: Page): Promise<AxeViolation[]> {
-  await page.evaluate(axeSource);
+  // Injected once per document: parsing axe's 500 kB again at every check cost as much as the
+  // check itself. A navigation gives a new document, without it.
+  const injected = await page.evaluate(() => 'axe' in globalThis);
+  if (!injected) await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } })
       .axe;
