@@ -291,7 +291,8 @@ describe('the local runner’s SBOM and scan steps (real buildah, registry and A
 
   it("stops a running step tool when the build outlives its spec's timeout, failing it as TimedOut", async () => {
     // The timeout is captured in the spec at create (KILN_BUILD_TIMEOUT_SECONDS): shorten it to
-    // well past what building and pushing this image takes, and well short of the tool's sleep.
+    // well past what building and pushing this image takes (under 5 s on a loaded machine), and
+    // well short of the tool's sleep. The test waits all of it out.
     const id = await startBuild(
       admin,
       seeded.projectA,
@@ -299,7 +300,7 @@ describe('the local runner’s SBOM and scan steps (real buildah, registry and A
       { sbom_tool: 'syft', scan_tool: 'trivy' },
       (created) =>
         kiln.dataSource.query(
-          `UPDATE builds SET spec = jsonb_set(spec, '{timeoutSeconds}', '20') WHERE id = $1`,
+          `UPDATE builds SET spec = jsonb_set(spec, '{timeoutSeconds}', '12') WHERE id = $1`,
           [created],
         ),
     );
@@ -307,7 +308,7 @@ describe('the local runner’s SBOM and scan steps (real buildah, registry and A
     const build = await finished(admin, id, 90_000);
 
     expect(build.status).toBe('failed');
-    expect(build.error_message).toMatch(/ran longer than its timeout of 20 s/);
+    expect(build.error_message).toMatch(/ran longer than its timeout of 12 s/);
     expect(await failureReasonOf(id)).toBe('TimedOut');
     expect(await messagesOf(admin, id)).toContain('fake syft: sleeping');
     expect(processesMentioning(id)).toEqual([]);
