@@ -16,7 +16,10 @@ export interface ChildScript {
   readonly hang?: boolean;
   /** It printed past the output limit, so it was stopped (by SIGTERM). */
   readonly outputLimitReached?: boolean;
-  /** What it does before it exits (buildah writing its digest file, a step its document). */
+  /**
+   * What it does before it exits (buildah writing its digest file, a step its document); when it
+   * throws, `exited` rejects as for a child that could not be started.
+   */
   readonly effect?: () => Promise<void>;
 }
 
@@ -72,10 +75,13 @@ export class FakeProcesses extends Processes {
         code: script.code ?? 0,
         signal: null,
       };
-      if (script.hang === true) status = { code: null, signal: await stop };
-      else if (script.outputLimitReached === true) status = { code: null, signal: 'SIGTERM' };
-      else await script.effect?.();
-      child.running = false;
+      try {
+        if (script.hang === true) status = { code: null, signal: await stop };
+        else if (script.outputLimitReached === true) status = { code: null, signal: 'SIGTERM' };
+        else await script.effect?.(); // throwing: the child could not be started
+      } finally {
+        child.running = false;
+      }
       return {
         ...status,
         tail: lines.slice(-20),

@@ -55,7 +55,8 @@ export interface BuildRunParts {
 /**
  * One build while it runs on this machine, as the coordinator (LocalRunner) and the executors
  * share it: its directory, whether it was cancelled or timed out, what BuildAccess granted it,
- * and the child running now, which a cancel or the timeout stops.
+ * and the children running now (the builder, and the checkout's commit read beside it), which a
+ * cancel or the timeout stops.
  */
 export class BuildRun {
   cancelled = false;
@@ -71,7 +72,7 @@ export class BuildRun {
   cache: CacheLease | undefined;
   /** Settles once the run has ended and is cleaned up. */
   finished: Promise<void> = Promise.resolve();
-  private child: StartedChild | undefined;
+  private readonly children = new Set<StartedChild>();
 
   constructor(
     readonly build: RunnableBuild,
@@ -95,9 +96,9 @@ export class BuildRun {
     return this.cancelled || this.timedOut;
   }
 
-  /** Stops the child running now, if any, and everything it started. */
+  /** Stops the children running now, if any, and everything they started. */
   async stop(graceMs: number): Promise<void> {
-    await this.child?.stop(graceMs);
+    await Promise.all([...this.children].map((child) => child.stop(graceMs)));
   }
 
   /** A line of kiln's own in the build's log. */
@@ -147,12 +148,12 @@ export class BuildRun {
         await this.parts.sink.append(buildId, lines);
       },
     });
-    this.child = started;
+    this.children.add(started);
     let exit: ChildExit;
     try {
       exit = await started.exited;
     } finally {
-      this.child = undefined;
+      this.children.delete(started);
     }
     if (exit.incomplete !== undefined) {
       this.parts.logger.warn(

@@ -18,6 +18,7 @@ import { loadConfig } from '../../config/config.js';
 import { createDataSource } from '../../database/data-source.js';
 import type { BuildEntity } from '../../lifecycle/build.entity.js';
 import { BuildLifecycle } from '../../lifecycle/build-lifecycle.js';
+import { BuildLogsRepository } from '../../logs/build-logs.repository.js';
 import type { BuildSpec } from '../../manifest/build-spec.js';
 import { BuildRunner } from '../build-runner.js';
 import type { BuildRun } from './build-run.js';
@@ -444,6 +445,120 @@ describe('LocalRunner with a scripted process port', () => {
       expect(packerOf(build.id)).toBeUndefined();
       expect(lines.filter((line) => line === note)).toHaveLength(1);
       expect(lines.indexOf(note)).toBeGreaterThan(lines.indexOf('==> Builds finished.'));
+    });
+  });
+
+  describe('a build from a repository', () => {
+    const COMMIT = 'c0ffee42'.repeat(5);
+    const source = {
+      repository: 'https://git.test/kiln/web.git',
+      branch: 'main',
+      commit: null,
+      context: '.',
+    };
+    type Record = (this: LocalRunner, run: BuildRun, ...rest: unknown[]) => Promise<void>;
+    /** How many git children still ran when each build's outcome was recorded. */
+    const gitAtRecord = new Map<string, number>();
+    let record: jest.SpiedFunction<Record>;
+
+    beforeEach(() => {
+      const target = LocalRunner.prototype as unknown as { record: Record };
+      const original = target.record;
+      record = jest.spyOn(target, 'record').mockImplementation(function (
+        this: LocalRunner,
+        run,
+        ...rest
+      ) {
+        const git = processes.running.filter((child) => child.start.command === 'git');
+        gitAtRecord.set(run.build.id, git.length);
+        return original.call(this, run, ...rest);
+      });
+    });
+
+    afterEach(() => record.mockRestore());
+
+    /** buildah as usual; `git log` (the commit read) as `read` says, told when bud and push ran. */
+    function scripted(read: (buildah: { bud: Promise<void>; push: Promise<void> }) => ChildScript) {
+      const base = buildah();
+      let budStarted: () => void = () => undefined;
+      let pushed: () => void = () => undefined;
+      const bud = new Promise<void>((done) => (budStarted = done));
+      const push = new Promise<void>((done) => (pushed = done));
+      return (child: ChildStart): ChildScript => {
+        if (child.command === 'git') return child.args[0] === 'log' ? read({ bud, push }) : {};
+        if (child.args.includes('bud')) budStarted();
+        const script = base(child);
+        if (!child.args.includes('push')) return script;
+        return {
+          ...script,
+          effect: async () => {
+            await script.effect?.();
+            pushed();
+          },
+        };
+      };
+    }
+
+    it('runs the builder while the commit checked out is read, and records the outcome once it is printed', async () => {
+      processes.script = scripted(({ bud, push }) => ({
+        lines: [`kiln: checked out ${COMMIT}`],
+        // The read ends only after the builder started (a runner that waited for it never would
+        // start it), and a while after the push, when a runner that did not wait would have
+        // recorded the outcome already.
+        effect: async () => {
+          await bud;
+          await push;
+          await new Promise((done) => setTimeout(done, 300));
+        },
+      }));
+
+      const build = await ended((await startBuild({ source })).id);
+
+      expect(build).toMatchObject({ status: 'success', imageDigest: DIGEST });
+      expect(gitAtRecord.get(build.id)).toBe(0);
+      // What the provenance names as the source's commit.
+      expect(await kiln.app.get(BuildLogsRepository).checkedOutCommit(build.id)).toBe(COMMIT);
+    });
+
+    it('fails the build as before when the commit read cannot run, though the builder ran', async () => {
+      processes.script = scripted(() => ({
+        effect: () => Promise.reject(new Error('spawn git ENOENT')),
+      }));
+
+      const build = await ended((await startBuild({ source })).id);
+
+      expect(build).toMatchObject({ status: 'failed', failureReason: 'InternalError' });
+      expect(build.errorMessage).toMatch(/^the local runner failed unexpectedly/);
+      expect(
+        processes.children.some(
+          (child) => child.start.args.includes('bud') && child.start.buildDir.endsWith(build.id),
+        ),
+      ).toBe(true);
+      expect(await kiln.app.get(BuildLogsRepository).checkedOutCommit(build.id)).toBeUndefined();
+    });
+
+    it('cancel stops the commit read as well as the builder', async () => {
+      processes.script = scripted(() => ({ hang: true }));
+      const base = processes.script;
+      processes.script = (child) =>
+        child.args.includes('bud')
+          ? { lines: ['STEP 1/2: FROM scratch'], hang: true }
+          : base(child);
+      const started = await startBuild({ source });
+      await whenRunning('build');
+
+      const cancelled = await kiln.lifecycle.cancel(tenantId, started.id, null);
+      await kiln.runner.cancel(cancelled);
+
+      const mine = processes.children.filter((child) => child.start.buildDir.endsWith(started.id));
+      expect(mine.map((child) => [child.start.args[0], child.stoppedWithGraceMs])).toEqual(
+        expect.arrayContaining([
+          ['log', GRACE_MS],
+          [expect.any(String), GRACE_MS],
+        ]),
+      );
+      expect(processes.running).toEqual([]);
+      expect(await kiln.lifecycle.find(started.id)).toMatchObject({ status: 'cancelled' });
     });
   });
 

@@ -368,7 +368,10 @@ export class LocalRunner
     );
   }
 
-  /** Makes the build's directory, checks its source out and runs its plan's executor. */
+  /**
+   * Makes the build's directory, checks its source out and runs its plan's executor; returns
+   * once the commit checked out is in the log too.
+   */
   private async runPlan(run: BuildRun, plan: LocalPlan): Promise<Pushed> {
     const { build } = run;
     const tool = toolOf(plan);
@@ -385,8 +388,21 @@ export class LocalRunner
     if (plan.kind === 'dockerfile' && plan.dockerfile === undefined && repository === null) {
       throw new BuildFailure('InvalidSpec', 'the project has no git repository to build from');
     }
-    if (repository !== null) await checkOut(run, repository);
-    if (run.cancelled) return CANCELLED;
+    const checkedOut = repository === null ? undefined : await checkOut(run, repository);
+    // The commit is read while the plan runs; the outcome and its provenance wait for it.
+    let pushed: Pushed;
+    try {
+      pushed = run.cancelled ? CANCELLED : await this.runExecutor(run, plan);
+    } catch (error) {
+      await checkedOut?.commitPrinted.catch(() => undefined);
+      throw error;
+    }
+    await checkedOut?.commitPrinted;
+    return pushed;
+  }
+
+  private async runExecutor(run: BuildRun, plan: LocalPlan): Promise<Pushed> {
+    const { build } = run;
     const workspace = {
       source: run.source,
       targets: pushTargets(build.spec.output, build.buildNumber),
