@@ -1,7 +1,11 @@
+import { rm } from 'node:fs/promises';
 import { GIT_CREDENTIAL_HELPER } from '../../build-methods/job.js';
 import { withoutCredentials } from '../../common/url-credentials.js';
 import { BuildFailure, failureMessage } from './build-failure.js';
 import type { BuildRun } from './build-run.js';
+
+/** A commit git can fetch by itself: a full object name (SHA-1, or SHA-256). */
+const FULL_COMMIT = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /** The source is in place; the commit it holds is being printed beside what runs next. */
 export interface CheckedOut {
@@ -16,44 +20,23 @@ export interface CheckedOut {
 const NOTHING_PRINTED: CheckedOut = { commitPrinted: Promise.resolve() };
 
 /**
- * Clones the build's repository into its source directory at the spec's branch, then checks out
- * its commit. The project's credentials reach git through a credential helper in its environment:
- * never in the URL, an argument or a file (the same helper as the operator's source container).
- * The branch may be a tag (a trigger's tag build): the clone fetches tags, so git finds it.
+ * Checks the build's repository out into its source directory (docs/adr/0057-shallow-checkout.md):
+ * the branch's (or tag's) head alone when no commit is pinned; a pinned commit fetched alone
+ * when the server allows it, else from a full clone as before. The project's credentials reach
+ * git through a credential helper in its environment: never in the URL, an argument or a file
+ * (the same helper as the operator's source container).
  *
  * Nothing waits for the commit to be read: the caller runs the build and then awaits
  * `commitPrinted`, before the outcome and the provenance that reads the line.
  */
 export async function checkOut(run: BuildRun, repository: string): Promise<CheckedOut> {
-  const { branch, commit } = run.build.spec.source;
-  const git = run.access?.git;
-  const clone = await run.runTool({
-    tool: 'git',
-    args: ['clone', ...(branch === null ? [] : ['--branch', branch]), '--', repository, run.source],
-    container: 'checkout',
-    cwd: run.dir,
-    own:
-      git === undefined
-        ? {}
-        : {
-            KILN_GIT_USERNAME: git.username,
-            KILN_GIT_PASSWORD: git.password,
-            GIT_CONFIG_COUNT: '1',
-            GIT_CONFIG_KEY_0: 'credential.helper',
-            GIT_CONFIG_VALUE_0: GIT_CREDENTIAL_HELPER,
-          },
-  });
-  if (run.cancelled) return NOTHING_PRINTED;
-  if (clone.code !== 0) {
-    throw new BuildFailure(
-      'BuildFailed',
-      `cloning ${withoutCredentials(repository)} failed: ${failureMessage(clone.tail, clone.code)}`,
-    );
+  const { commit } = run.build.spec.source;
+  if (commit === null) {
+    await clone(run, repository, ['--depth', '1', '--single-branch', '--no-tags']);
+  } else {
+    await checkOutCommit(run, repository, commit);
   }
-  if (commit !== null) await checkOutCommit(run, repository, commit);
   if (run.cancelled) return NOTHING_PRINTED;
-  // The commit built, as the operator's source container prints it: the build's provenance
-  // reads it from this line of the log (a branch head is known only now).
   const printed = run
     .runTool({
       tool: 'git',
@@ -67,7 +50,64 @@ export async function checkOut(run: BuildRun, repository: string): Promise<Check
   return { commitPrinted: printed };
 }
 
+/**
+ * A pinned commit. Fetched alone (after a shallow clone of the branch, which says, as before,
+ * whether the branch exists) when it is named in full and the server sends unadvertised commits
+ * (protocol v2 servers and most forges do); otherwise, or when that fetch fails, the whole
+ * repository is cloned, as before this change, so a commit the server would not send alone
+ * still builds and a commit that is not there fails as it did.
+ */
 async function checkOutCommit(run: BuildRun, repository: string, commit: string): Promise<void> {
+  if (FULL_COMMIT.test(commit)) {
+    await clone(run, repository, ['--depth', '1', '--single-branch', '--no-tags', '--no-checkout']);
+    if (run.cancelled) return;
+    const fetch = await run.runTool({
+      tool: 'git',
+      args: ['fetch', '--depth', '1', '--no-tags', '--', 'origin', commit],
+      container: 'checkout',
+      cwd: run.source,
+      own: credentialsOf(run),
+    });
+    if (run.cancelled) return;
+    if (fetch.code === 0) {
+      await switchTo(run, repository, commit);
+      return;
+    }
+    await run.say(`the repository did not send commit ${commit} alone; cloning all of it`);
+    await rm(run.source, { recursive: true, force: true });
+  }
+  await clone(run, repository, []);
+  if (run.cancelled) return;
+  await switchTo(run, repository, commit);
+}
+
+/** `git clone` of the spec's branch (or tag: `--branch` takes either) with `options`. */
+async function clone(run: BuildRun, repository: string, options: string[]): Promise<void> {
+  const { branch } = run.build.spec.source;
+  const clone = await run.runTool({
+    tool: 'git',
+    args: [
+      'clone',
+      ...options,
+      ...(branch === null ? [] : ['--branch', branch]),
+      '--',
+      repository,
+      run.source,
+    ],
+    container: 'checkout',
+    cwd: run.dir,
+    own: credentialsOf(run),
+  });
+  if (run.cancelled) return;
+  if (clone.code !== 0) {
+    throw new BuildFailure(
+      'BuildFailed',
+      `cloning ${withoutCredentials(repository)} failed: ${failureMessage(clone.tail, clone.code)}`,
+    );
+  }
+}
+
+async function switchTo(run: BuildRun, repository: string, commit: string): Promise<void> {
   const { branch } = run.build.spec.source;
   const checkout = await run.runTool({
     tool: 'git',
@@ -75,10 +115,25 @@ async function checkOutCommit(run: BuildRun, repository: string, commit: string)
     container: 'checkout',
     cwd: run.source,
   });
+  if (run.cancelled) return;
   if (checkout.code !== 0) {
     throw new BuildFailure(
       'InvalidSpec',
       `commit ${commit} is not in ${withoutCredentials(repository)}${branch === null ? '' : ` (branch ${branch})`}`,
     );
   }
+}
+
+/** What git needs to ask for the project's credentials, when it has any. */
+function credentialsOf(run: BuildRun): Record<string, string> {
+  const git = run.access?.git;
+  return git === undefined
+    ? {}
+    : {
+        KILN_GIT_USERNAME: git.username,
+        KILN_GIT_PASSWORD: git.password,
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'credential.helper',
+        GIT_CONFIG_VALUE_0: GIT_CREDENTIAL_HELPER,
+      };
 }
