@@ -73,6 +73,8 @@ export class BuildRun {
   /** Settles once the run has ended and is cleaned up. */
   finished: Promise<void> = Promise.resolve();
   private readonly children = new Set<StartedChild>();
+  /** What starts once the next child has started (see `afterNextStart`). */
+  private nextStart: Array<() => void> = [];
 
   constructor(
     readonly build: RunnableBuild,
@@ -94,6 +96,15 @@ export class BuildRun {
   /** Cancelled or timed out: nothing more of the build should start. */
   get stopped(): boolean {
     return this.cancelled || this.timedOut;
+  }
+
+  /**
+   * Calls `start` right after the next child of the build has been started: what runs beside the
+   * build (the checkout's commit read) never starts before the builder, whose first line the
+   * user waits for.
+   */
+  afterNextStart(start: () => void): void {
+    this.nextStart.push(start);
   }
 
   /** Stops the children running now, if any, and everything they started. */
@@ -149,6 +160,9 @@ export class BuildRun {
       },
     });
     this.children.add(started);
+    const next = this.nextStart;
+    this.nextStart = [];
+    for (const start of next) start();
     let exit: ChildExit;
     try {
       exit = await started.exited;

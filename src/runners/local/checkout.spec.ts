@@ -4,8 +4,12 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { referenceSpec } from '../../../test/support/build-specs.js';
+import { GitDaemon } from '../../../test/support/git-daemon.js';
+import { GitHttpServer } from '../../../test/support/git-http-server.js';
 import { GitRepo } from '../../../test/support/git-repo.js';
 import { LogCapture } from '../../../test/support/log-capture.js';
+import { createTestTls } from '../../../test/support/tls.js';
+import type { BuildAccessGrant } from '../../integrations/build-access.js';
 import { childEnvironmentOf } from '../../config/child-environment.js';
 import type { KilnConfig } from '../../config/config.js';
 import type { LogLineInput, LogSink } from '../../logs/log-sink.js';
@@ -24,6 +28,7 @@ interface Printed {
 function runOf(
   source: { repository: string; branch: string | null; commit: string | null },
   home: string,
+  env: Readonly<Record<string, string>> = {},
 ): { run: BuildRun; printed: Printed[] } {
   const printed: Printed[] = [];
   const sink = {
@@ -33,7 +38,7 @@ function runOf(
     },
   } as unknown as LogSink;
   const { logger } = new LogCapture();
-  const config = { childEnvironment: childEnvironmentOf({ HOME: home }) } as KilnConfig;
+  const config = { childEnvironment: childEnvironmentOf({ ...env, HOME: home }) } as KilnConfig;
   const run = new BuildRun(
     {
       id: '00000000-0000-4000-8000-000000000001',
@@ -86,8 +91,7 @@ describe(checkOut.name, () => {
     const made = runOf({ repository: repo.url, ...source }, gitHome);
     runs.push(made.run);
     await mkdir(made.run.source, { recursive: true });
-    const { commitPrinted } = await checkOut(made.run, repo.url);
-    await commitPrinted;
+    await (await checkOut(made.run, repo.url)).commitPrinted();
     return made;
   }
 
@@ -191,6 +195,55 @@ describe(checkOut.name, () => {
       message: expect.stringMatching(
         new RegExp(`^cloning ${repo.url} failed: .*Remote branch nowhere not found`),
       ) as unknown,
+    });
+  });
+  describe('over smart HTTP with Basic credentials', () => {
+    const daemon = new GitDaemon();
+    const caDir = mkdtempSync(join(tmpdir(), 'kiln-checkout-ca-'));
+    const credentials = { username: 'kiln-bot', password: 'pa55-word-in-helper' };
+    let server: GitHttpServer;
+    let caFile: string;
+    const work = new GitRepo();
+    let pinned: string;
+
+    beforeAll(async () => {
+      const tls = createTestTls();
+      caFile = join(caDir, 'ca.crt');
+      writeFileSync(caFile, tls.ca);
+      await daemon.start();
+      const remote = daemon.bareRepository('private.git');
+      pinned = remote.pushCommit(work, 'main', { 'a.txt': 'a' });
+      remote.pushCommit(work, 'main', { 'b.txt': 'b' });
+      server = await GitHttpServer.start({ root: daemon.basePath, ...credentials, tls });
+    });
+
+    afterAll(async () => {
+      await server.stop();
+      await daemon.remove();
+      await rm(caDir, { recursive: true, force: true });
+      await rm(work.dir, { recursive: true, force: true });
+    });
+
+    it('fetches a pinned commit alone with the credentials from the helper, and checks it out', async () => {
+      const url = server.url('private.git');
+      const { run, printed } = runOf({ repository: url, branch: 'main', commit: pinned }, home, {
+        GIT_SSL_CAINFO: caFile,
+      });
+      runs.push(run);
+      run.access = { git: credentials } as BuildAccessGrant;
+      await mkdir(run.source, { recursive: true });
+
+      const checkedOut = await checkOut(run, url);
+      await checkedOut.commitPrinted();
+
+      expect(git(run.source, 'rev-parse', 'HEAD')).toBe(pinned);
+      expect(git(run.source, 'rev-parse', '--is-shallow-repository')).toBe('true');
+      const basic = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+      expect(server.authorizations).toContain(basic);
+      expect(git(run.source, 'config', '--get', 'remote.origin.url')).toBe(url);
+      expect(printedCommit(printed)).toEqual([
+        { container: 'checkout', text: `kiln: checked out ${pinned}` },
+      ]);
     });
   });
 });

@@ -7,17 +7,18 @@ import type { BuildRun } from './build-run.js';
 /** A commit git can fetch by itself: a full object name (SHA-1, or SHA-256). */
 const FULL_COMMIT = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
 
-/** The source is in place; the commit it holds is being printed beside what runs next. */
+/** The source is in place; the commit it holds is printed beside what runs next. */
 export interface CheckedOut {
   /**
    * Settles once `kiln: checked out <sha>` (the commit the build's provenance names) is in the
-   * log. It rejects as any child of the build does (it could not be started, or its lines could
-   * not be stored); a read that exits non-zero prints no line and the build goes on, as before.
+   * log; starts the read if no child of the build has started since the checkout. It rejects as
+   * any child of the build does (it could not be started, or its lines could not be stored); a
+   * read that exits non-zero prints no line and the build goes on, as before.
    */
-  readonly commitPrinted: Promise<void>;
+  commitPrinted(): Promise<void>;
 }
 
-const NOTHING_PRINTED: CheckedOut = { commitPrinted: Promise.resolve() };
+const NOTHING_PRINTED: CheckedOut = { commitPrinted: () => Promise.resolve() };
 
 /**
  * Checks the build's repository out into its source directory (docs/adr/0057-shallow-checkout.md):
@@ -27,7 +28,7 @@ const NOTHING_PRINTED: CheckedOut = { commitPrinted: Promise.resolve() };
  * (the same helper as the operator's source container).
  *
  * Nothing waits for the commit to be read: the caller runs the build and then awaits
- * `commitPrinted`, before the outcome and the provenance that reads the line.
+ * `commitPrinted()`, before the outcome and the provenance that reads the line.
  */
 export async function checkOut(run: BuildRun, repository: string): Promise<CheckedOut> {
   const { commit } = run.build.spec.source;
@@ -37,17 +38,29 @@ export async function checkOut(run: BuildRun, repository: string): Promise<Check
     await checkOutCommit(run, repository, commit);
   }
   if (run.cancelled) return NOTHING_PRINTED;
-  const printed = run
-    .runTool({
-      tool: 'git',
-      args: ['log', '-1', '--format=kiln: checked out %H'],
-      container: 'checkout',
-      cwd: run.source,
-    })
-    .then(() => undefined);
-  // Awaited once the build has run; until then its failure must not count as unhandled.
-  printed.catch(() => undefined);
-  return { commitPrinted: printed };
+  let printed: Promise<void> | undefined;
+  let started = false;
+  const print = (): Promise<void> => {
+    // Once only; the read is itself the next child when no other started before it.
+    if (started) return printed ?? Promise.resolve();
+    started = true;
+    printed = run.stopped
+      ? Promise.resolve()
+      : run
+          .runTool({
+            tool: 'git',
+            args: ['log', '-1', '--format=kiln: checked out %H'],
+            container: 'checkout',
+            cwd: run.source,
+          })
+          .then(() => undefined);
+    // Awaited once the build has run; until then its failure must not count as unhandled.
+    printed.catch(() => undefined);
+    return printed;
+  };
+  // Its spawn and its line would hold the builder back: it starts once the builder has started.
+  run.afterNextStart(() => void print());
+  return { commitPrinted: print };
 }
 
 /**

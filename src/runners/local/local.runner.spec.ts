@@ -499,7 +499,7 @@ describe('LocalRunner with a scripted process port', () => {
       };
     }
 
-    it('runs the builder while the commit checked out is read, and records the outcome once it is printed', async () => {
+    it('starts the builder first, reads the commit beside it, and records the outcome once the commit is printed', async () => {
       processes.script = scripted(({ bud, push }) => ({
         lines: [`kiln: checked out ${COMMIT}`],
         // The read ends only after the builder started (a runner that waited for it never would
@@ -515,6 +515,20 @@ describe('LocalRunner with a scripted process port', () => {
       const build = await ended((await startBuild({ source })).id);
 
       expect(build).toMatchObject({ status: 'success', imageDigest: DIGEST });
+      const started = processes.children
+        .filter((child) => child.start.buildDir.endsWith(build.id))
+        .map(({ start }) =>
+          start.command === 'git'
+            ? `git ${start.args[0]}`
+            : start.args.includes('bud')
+              ? 'bud'
+              : '',
+        );
+      expect(started.filter((name) => name !== '').slice(0, 3)).toEqual([
+        'git clone',
+        'bud',
+        'git log',
+      ]);
       expect(gitAtRecord.get(build.id)).toBe(0);
       // What the provenance names as the source's commit.
       expect(await kiln.app.get(BuildLogsRepository).checkedOutCommit(build.id)).toBe(COMMIT);

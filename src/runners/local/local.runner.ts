@@ -389,15 +389,16 @@ export class LocalRunner
       throw new BuildFailure('InvalidSpec', 'the project has no git repository to build from');
     }
     const checkedOut = repository === null ? undefined : await checkOut(run, repository);
-    // The commit is read while the plan runs; the outcome and its provenance wait for it.
+    // The commit is read once the plan's first child runs; the outcome and its provenance wait
+    // for it.
     let pushed: Pushed;
     try {
       pushed = run.cancelled ? CANCELLED : await this.runExecutor(run, plan);
     } catch (error) {
-      await checkedOut?.commitPrinted.catch(() => undefined);
+      await checkedOut?.commitPrinted().catch(() => undefined);
       throw error;
     }
-    await checkedOut?.commitPrinted;
+    await checkedOut?.commitPrinted();
     return pushed;
   }
 
