@@ -70,33 +70,44 @@ export async function copyLines(manager: EntityManager, entries: readonly Copied
 
 /** COPY data is sent in buffers of about this size. */
 const CHUNK_BYTES = 1024 * 1024;
+/** Rows are joined into strings of about this many UTF-16 units before each is encoded. */
+const RUN_UNITS = 16 * 1024;
 
 /**
  * The rows as UTF-8, written straight into buffers of about CHUNK_BYTES (one string of many
- * rows would be a rope that costs more to flatten and encode than the rows cost to make). Lines
+ * rows would be a rope that costs more to flatten and encode than the rows cost to make), a run
+ * of rows of about RUN_UNITS at a time (one encoding call per row cost more than the row). Lines
  * of one write share their timestamp: its text is made once.
  */
 function* copyChunks(entries: readonly CopiedEntry[]): Generator<Buffer> {
   let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let used = 0;
+  let run = '';
   let lastMs = NaN;
   let iso = '';
+  // A run takes at most 3 bytes per UTF-16 unit.
+  function* flush(): Generator<Buffer> {
+    if (used + run.length * 3 > chunk.length) {
+      if (used > 0) yield chunk.subarray(0, used);
+      chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, run.length * 3));
+      used = 0;
+    }
+    used += chunk.write(run, used, 'utf8');
+    run = '';
+  }
   for (const entry of entries) {
-    for (const [i, line] of entry.lines.entries()) {
+    const { buildId, knownLogLines, lines } = entry;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
       const ms = line.ts.getTime();
       if (ms !== lastMs) {
         lastMs = ms;
         iso = line.ts.toISOString();
       }
-      const row = copyRow(entry.buildId, entry.knownLogLines + i, line, iso);
-      // A row takes at most 3 bytes per UTF-16 unit.
-      if (used + row.length * 3 > chunk.length) {
-        if (used > 0) yield chunk.subarray(0, used);
-        chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, row.length * 3));
-        used = 0;
-      }
-      used += chunk.write(row, used, 'utf8');
+      run += copyRow(buildId, knownLogLines + i, line, iso);
+      if (run.length >= RUN_UNITS) yield* flush();
     }
   }
+  if (run !== '') yield* flush();
   if (used > 0) yield chunk.subarray(0, used);
 }
