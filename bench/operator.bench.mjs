@@ -642,7 +642,9 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
         [ids],
       )
     ).rows[0].n;
-  // Lines stored, from the builds' log counters (cheap; `count` reads every row).
+  // Lines stored, from the builds' log counters, which move in the transaction that stores the
+  // lines: read in the window (`count` reads every row, seconds of PostgreSQL's time at millions
+  // of rows, which delayed the lines stored meanwhile); `count` checks them once at the end.
   const storedByCounter = async () =>
     Number(
       (
@@ -670,7 +672,7 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
     const t = nowMs();
     const wall = Date.now();
     const linesPrinted = printed();
-    const stored = await count();
+    const stored = await storedByCounter();
     return { cpu, t, wall, printed: linesPrinted, stored, countMs: nowMs() - t };
   };
 
@@ -840,7 +842,7 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
     `  CPU in the window (100% = one core): kiln's operator ${busy('kiln')}, kiln's API ` +
       `${busy('api')}, PostgreSQL ${busy('postgres')}, the double and the bench ${busy('self')}; ` +
       `until every stream was followed the operator ran ${reconcilesToFollow} reconciles ` +
-      `(${(reconcilesToFollow / (followedAfter / 1000)).toFixed(1)}/s); counting the rows took ` +
+      `(${(reconcilesToFollow / (followedAfter / 1000)).toFixed(1)}/s); reading the counters took ` +
       `${seconds(before.countMs)} and ${seconds(after.countMs)}`,
   );
   console.log(`  kiln warnings/errors: ${newMessages(kiln, messagesBefore)}`);
@@ -848,10 +850,13 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
   // KILN_SHUTDOWN_TIMEOUT_SECONDS + 5 s; so does the bench's kiln process).
   const stopping = nowMs();
   const { code, signal } = await kiln.stop();
+  const [rows, counted] = [await count(), await storedByCounter()];
   console.log(
     `  kiln stopped (SIGTERM → exit ${code ?? signal}` +
       `${code === 1 ? ': forced, past its shutdown timeout' : ''}) in ` +
-      `${seconds(nowMs() - stopping)} after the pods stopped printing; ${seconds(nowMs() - began)}`,
+      `${seconds(nowMs() - stopping)} after the pods stopped printing; rows in build_log_lines ` +
+      `${int(rows)} ${rows === counted ? '=' : '≠ (WRONG)'} the counters' ${int(counted)}; ` +
+      `${seconds(nowMs() - began)}`,
   );
 }
 
