@@ -16,9 +16,10 @@
 // "…"}' adds settings to every kiln process's environment (to see what one setting changes);
 // kiln's processes run with the chart's NODE_OPTIONS (values.yaml `api.nodeOptions`,
 // `operator.nodeOptions`); OPBENCH_NODE_FLAGS='--max-semi-space-size=32' replaces them ('' none).
-// OPBENCH_HEAP_SNAPSHOT=dir writes a heap snapshot of the operator at the end of each log window.
+// OPBENCH_HEAP_SNAPSHOT=dir writes a heap snapshot of the operator at the end of each log window;
+// OPBENCH_SMAPS=1 prints its resident memory by mapping (/proc/<pid>/smaps) then.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -43,14 +44,16 @@ import {
   sizeFromEnv as size,
 } from './support/stats.mjs';
 
-/** OPBENCH_KILN_ENV: a JSON object of KILN_* settings for every kiln process ({} unset). */
+/** OPBENCH_KILN_ENV: a JSON object of KILN_* settings (and glibc's MALLOC_* tunables) for every kiln process ({} unset). */
 function kilnEnvFromCaller() {
   const raw = process.env.OPBENCH_KILN_ENV;
   if (raw === undefined || raw.trim() === '') return {};
   const env = JSON.parse(raw);
   for (const [name, value] of Object.entries(env))
-    if (!name.startsWith('KILN_') || typeof value !== 'string')
-      throw new Error(`OPBENCH_KILN_ENV: ${name} must be a KILN_ setting with a string value`);
+    if (!/^(KILN_|MALLOC_)/.test(name) || typeof value !== 'string')
+      throw new Error(
+        `OPBENCH_KILN_ENV: ${name} must be a KILN_ setting or a glibc MALLOC_ tunable, with a string value`,
+      );
   return env;
 }
 
@@ -486,6 +489,43 @@ function rssSampler(kiln, first) {
   return sampler;
 }
 
+/**
+ * OPBENCH_SMAPS=1: a process's resident memory by mapping (/proc/<pid>/smaps), largest first:
+ * "[heap]" is glibc's main arena, unnamed anonymous mappings V8's pages, other arenas and mmaps.
+ */
+async function mappingsOf(pid) {
+  const text = await readFile(`/proc/${pid}/smaps`, 'utf8');
+  const byName = new Map();
+  let name = '';
+  let size = 0;
+  for (const line of text.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head !== null) {
+      name = head[1] === '' ? '(anonymous)' : head[1];
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss === null) continue;
+    const kb = Number(rss[1]);
+    size += kb;
+    const entry = byName.get(name) ?? { kb: 0, count: 0, largest: 0 };
+    entry.kb += kb;
+    entry.count += 1;
+    entry.largest = Math.max(entry.largest, kb);
+    byName.set(name, entry);
+  }
+  const top = [...byName].sort((a, b) => b[1].kb - a[1].kb).slice(0, 5);
+  return (
+    `${mib(size * 1024)} in all; ` +
+    top
+      .map(
+        ([what, e]) =>
+          `${what.split('/').at(-1)} ${mib(e.kb * 1024)} (${e.count} mappings, largest ${mib(e.largest * 1024)})`,
+      )
+      .join(', ')
+  );
+}
+
 /** "heap 120.0 of 180.0 MiB, external 20.0 MiB (of it buffers 18.0 MiB)" */
 function memoryParts(parts) {
   if (parts === undefined) return 'not known';
@@ -688,6 +728,7 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
   let groupsBefore;
   let groupsAfter;
   let heapSnapshot;
+  let smaps;
   let caughtUp;
   try {
     double.kubelet.enabled = true;
@@ -742,6 +783,7 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
     await delay(windowSeconds * 1000);
     after = await sample();
     groupsAfter = await kiln.call('ingest');
+    if (process.env.OPBENCH_SMAPS !== undefined) smaps = await mappingsOf(kiln.pid);
     if (process.env.OPBENCH_HEAP_SNAPSHOT !== undefined) {
       const path = join(
         process.env.OPBENCH_HEAP_SNAPSHOT,
@@ -795,6 +837,8 @@ async function logsIn(bench, { pods, linesPerSecond, name, began }, { double, ap
     `  memory at the largest sampled RSS (1 s samples): kiln's operator ` +
       `${memoryParts(rss.kiln.parts)}; kiln's API ${memoryParts(rss.api.parts)}`,
   );
+  if (smaps !== undefined)
+    console.log(`  the operator's mappings by RSS at the window's end: ${smaps}`);
   if (heapSnapshot !== undefined)
     console.log(
       `  heap snapshot of kiln's operator at the window's end: ${heapSnapshot.path} (taken at ` +
