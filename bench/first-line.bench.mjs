@@ -22,7 +22,7 @@
 //
 // `node bench/first-line.bench.mjs [local] [operator]` runs some sections (after `make build`).
 // FIRSTLINE_RUNS (20) sets the runs of each path.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -50,6 +50,7 @@ import {
   verdict,
   sizeFromEnv as size,
 } from './support/stats.mjs';
+import { gitIn, onPath } from './support/system.mjs';
 
 const RUNS = size('FIRSTLINE_RUNS', 20);
 const LOCAL_GOAL_MS = 300;
@@ -65,15 +66,6 @@ const summary = (values) => {
   return `${ms(s.p50)} / ${ms(s.p99)} / ${ms(s.max)}`;
 };
 const p99 = (values) => latencySummary(values).p99;
-
-function onPath(tool) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function until(what, probe, timeoutMs, everyMs = 20) {
   const deadline = nowMs() + timeoutMs;
@@ -92,11 +84,7 @@ const DOCKERFILE = ['FROM scratch', 'COPY hello.txt /hello.txt', ''].join('\n');
 /** A git repository holding the Dockerfile and its small file. */
 function makeRepository() {
   const dir = mkdtempSync(`${ROOT}/kiln-first-line-repo-`);
-  const git = (...args) =>
-    execFileSync('git', ['-c', 'user.name=kiln', '-c', 'user.email=kiln@example.com', ...args], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
+  const git = gitIn(dir);
   git('init', '--quiet', '--initial-branch', 'main');
   writeFileSync(join(dir, 'Dockerfile'), DOCKERFILE);
   writeFileSync(join(dir, 'hello.txt'), 'hello from the first-line bench\n');

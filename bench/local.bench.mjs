@@ -6,24 +6,15 @@
 // Each time is POST /builds/{id}/start → the build reads success. The repository is a plain path on
 // this machine (git clones it locally), as a laptop user's checkout would be. Goals are reported,
 // never asserted; exit 0.
-import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { request, startKiln } from './support/kiln.mjs';
 import { delay, nowMs, ratio, seconds, verdict } from './support/stats.mjs';
+import { gitIn, onPath } from './support/system.mjs';
 
 const BLOB_BYTES = 50 * 2 ** 20;
 const GOAL_SPEEDUP = 5;
-
-function onPath(tool) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const dockerfile = (version) =>
   [
@@ -40,11 +31,7 @@ const dockerfile = (version) =>
 /** Branch `main` with the Dockerfile; branch `changed` differs in its last RUN step only. */
 function makeRepository() {
   const dir = mkdtempSync('/dev/shm/kiln-local-bench-repo-');
-  const git = (...args) =>
-    execFileSync('git', ['-c', 'user.name=kiln', '-c', 'user.email=kiln@example.com', ...args], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
+  const git = gitIn(dir);
   git('init', '--quiet', '--initial-branch', 'main');
   copyFileSync('/bin/busybox', join(dir, 'busybox'));
   writeFileSync(join(dir, 'blob.bin'), randomBytes(BLOB_BYTES));

@@ -3,11 +3,12 @@
 // WebSocket clients per build follow the log from another process. kiln's RSS is sampled idle
 // before (the baseline), during, and idle after; the figure is RSS after ÷ RSS before. The goal is
 // reported, never asserted. Run with --expose-gc so "idle" means after a full collection.
-import { execFileSync, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startKiln } from './support/kiln.mjs';
 import { delay, int, ratio, verdict } from './support/stats.mjs';
+import { gitIn, onPath } from './support/system.mjs';
 
 const BUILDS = Number(process.env.SOAK_BUILDS ?? 20);
 const LINES = Number(process.env.SOAK_LINES ?? 200_000);
@@ -15,23 +16,10 @@ const SUBSCRIBERS = Number(process.env.SOAK_SUBSCRIBERS ?? 5);
 const PARALLEL = 2;
 const GOAL_RATIO = 1.25;
 
-function onPath(tool) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** A repository whose Dockerfile prints LINES numbered lines, one branch per build. */
 function makeRepository() {
   const dir = mkdtempSync('/dev/shm/kiln-soak-repo-');
-  const git = (...args) =>
-    execFileSync('git', ['-c', 'user.name=kiln', '-c', 'user.email=kiln@example.com', ...args], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
+  const git = gitIn(dir);
   git('init', '--quiet', '--initial-branch', 'main');
   copyFileSync('/bin/busybox', join(dir, 'busybox'));
   writeFileSync(

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import { latencySummary, nowMs } from './stats.mjs';
+import { answerCommands } from './commands.mjs';
 
 process.on('disconnect', () => process.exit(1));
 
@@ -91,11 +92,4 @@ const commands = {
   },
 };
 
-process.on('message', ({ id, command, args }) => {
-  Promise.resolve()
-    .then(() => commands[command](args))
-    .then(
-      (result) => process.send({ id, result }),
-      (error) => process.send({ id, error: String(error?.stack ?? error) }),
-    );
-});
+answerCommands(commands);

@@ -8,6 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import WebSocket from 'ws';
 import { nowMs } from './stats.mjs';
+import { answerCommands } from './commands.mjs';
 
 process.on('disconnect', () => process.exit(1));
 
@@ -183,11 +184,4 @@ async function baselineJob({ server, namespace, body, container }) {
 
 const commands = { firstLine, untilClosed, baselineJob };
 
-process.on('message', ({ id, command, args }) => {
-  Promise.resolve()
-    .then(() => commands[command](args))
-    .then(
-      (result) => process.send({ id, result }),
-      (error) => process.send({ id, error: String(error?.stack ?? error) }),
-    );
-});
+answerCommands(commands);

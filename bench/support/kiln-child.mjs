@@ -16,6 +16,7 @@ import { LogSink } from '../../dist/logs/log-sink.js';
 import { BuildLogsRepository } from '../../dist/logs/build-logs.repository.js';
 import { BuildOperator } from '../../dist/operator/build-operator.js';
 import { LogDrains } from '../../dist/operator/builds/log-drain.js';
+import { answerCommands } from './commands.mjs';
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
@@ -205,13 +206,6 @@ const commands = {
   },
 };
 
-process.on('message', ({ id, command, args }) => {
-  Promise.resolve()
-    .then(() => commands[command](args))
-    .then(
-      (result) => process.send({ id, result }),
-      (error) => process.send({ id, error: String(error?.stack ?? error) }),
-    );
-});
+answerCommands(commands);
 
 process.send({ ready: true, port });

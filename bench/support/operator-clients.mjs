@@ -6,6 +6,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { openFrameStream } from './frame-reader.mjs';
 import { nowMs } from './stats.mjs';
+import { answerCommands } from './commands.mjs';
 
 process.on('disconnect', () => process.exit(1));
 
@@ -230,11 +231,4 @@ const commands = {
   },
 };
 
-process.on('message', ({ id, command, args }) => {
-  Promise.resolve()
-    .then(() => commands[command](args))
-    .then(
-      (result) => process.send({ id, result }),
-      (error) => process.send({ id, error: String(error?.stack ?? error) }),
-    );
-});
+answerCommands(commands);
