@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient } from '../src/kubernetes/kube-client.js';
-import { PodLogs } from '../src/kubernetes/pod-logs.js';
+import { PIECE_BYTES, PodLogs } from '../src/kubernetes/pod-logs.js';
 import { BuildLogsRepository } from '../src/logs/build-logs.repository.js';
 import { LogSink } from '../src/logs/log-sink.js';
 import {
@@ -220,10 +220,9 @@ describe(BuildLogFollower.name, () => {
     await done;
     sampling = false;
 
-    // Past the bound, one more chunk of the stream (at most 64 KiB, ~1,700 of these lines) is
-    // handed on before the stream waits.
+    // Past the bound, one more piece of the stream is handed on before the stream waits.
     expect(most).toBeGreaterThan(0);
-    expect(most).toBeLessThanOrEqual(bound + 2_000);
+    expect(most).toBeLessThanOrEqual(bound + linesPerPiece(n));
     const built = (await stored(buildId)).map((l) => l.message);
     expect(built.slice(0, n)).toEqual(Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)));
     expect(verifyCrc(built)).toBe(true);
@@ -291,11 +290,10 @@ describe(BuildLogFollower.name, () => {
     );
     sampling = false;
 
-    // Past the bound each follower hands on at most the chunk it read last (undici's chunks of
-    // these ~30-byte lines held up to ~3,400 of them here). Without the budget each follower
-    // would read on to its own 10,000: all 4 × 8,000 lines would be held at once.
+    // Past the bound each follower hands on at most the piece it read last. Without the budget
+    // each follower would read on to its own 10,000: all 4 × 8,000 lines would be held at once.
     expect(most).toBeGreaterThan(0);
-    expect(most).toBeLessThanOrEqual(bound + pods * 4_000);
+    expect(most).toBeLessThanOrEqual(bound + pods * linesPerPiece(n));
     expect(budget.held).toEqual({ lines: 0, chars: 0 });
     for (const { buildId } of builds) {
       const built = (await stored(buildId)).map((l) => l.message);
@@ -460,6 +458,14 @@ describe(BuildLogFollower.name, () => {
     cluster.removePod(NS, pod);
   });
 });
+
+/**
+ * The most lines of `numberedLine(·, n)` one piece PodLogs hands on can hold: each is its text and
+ * a newline at least (the timestamp before it only makes a piece hold fewer).
+ */
+function linesPerPiece(n: number): number {
+  return Math.ceil(PIECE_BYTES / (numberedLine(1, n).length + 1));
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
