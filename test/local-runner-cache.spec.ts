@@ -203,6 +203,23 @@ describe('the local runner’s layer cache (real buildah, real registry)', () =>
     expect(containersIn(cacheA())).toEqual([]);
   }, 240_000);
 
+  it("leaves no working container in the project's cache when a build is cancelled mid-step", async () => {
+    const text = dockerfile('cancelled').replace(/\n$/, '\nRUN sleep 60\n');
+    const id = await startBuild(a, seeded.projectA, 'cancelled', text);
+    const deadline = Date.now() + 120_000;
+    while (!(await messagesOf(a, id)).some((m) => m.startsWith('STEP 5/5: RUN sleep 60'))) {
+      if (Date.now() > deadline) throw new Error('the sleep step never started');
+      await new Promise((done) => setTimeout(done, 100));
+    }
+    // bud's working container for the step is in the cache while it runs.
+    expect(containersIn(cacheA())).not.toEqual([]);
+
+    expect((await a.request('POST', `/builds/${id}/cancel`)).status).toBe(200);
+
+    expect((await finished(a, id)).status).toBe('cancelled');
+    expect(containersIn(cacheA())).toEqual([]);
+  }, 240_000);
+
   it("deleting a build removes its image from the project's cache", async () => {
     const id = await startBuild(a, seeded.projectA, 'deleted', dockerfile('deleted'));
     await succeeded(a, id);

@@ -32,6 +32,7 @@ import {
 import { SigningKeys } from './signing-keys.js';
 import {
   type ImageDependency,
+  hasSubject,
   NoSubjectError,
   type PackerOutput,
   provenanceStatement,
@@ -140,6 +141,10 @@ export class ProvenanceService {
     const { build } = facts;
     const earlier = await this.repository.provenance(build.id);
     if (earlier !== undefined) return earlier;
+    // Before the log is settled and digested: a build that pushed nothing has no statement.
+    if (!hasSubject(facts.pushed, facts.packer)) {
+      return { problem: `could not be made: ${new NoSubjectError().message}` };
+    }
     const signer = await this.keys.signer(build.tenantId, signingKey);
     if (!signer.ok) return { problem: `could not be signed: ${signer.message}` };
     // Every line the build printed is stored before the digest is taken; kiln's own provenance

@@ -20,6 +20,7 @@ import {
   imageDependency,
   type ImageDependency,
   type InTotoStatement,
+  hasSubject,
   NoSubjectError,
   type PackerOutput,
   type ProvenanceInput,
@@ -479,6 +480,9 @@ describe(provenanceStatement.name, () => {
 
   it('refuses a build that left nothing to attest', () => {
     expect(() => provenanceStatement(input(METHODS[0]!.build(), {}))).toThrow(NoSubjectError);
+    expect(hasSubject(undefined, undefined)).toBe(false);
+    expect(hasSubject(pushedTo(), undefined)).toBe(false);
+    expect(hasSubject(pushedTo('registry.example.com/team/app:v1'), undefined)).toBe(true);
   });
 });
 

@@ -220,6 +220,28 @@ function subjects(
   pushed: PushedImages | undefined,
   packer: PackerOutput | undefined,
 ): ResourceDescriptor[] {
+  const found = subjectsFound(pushed, packer);
+  const seen = new Set<string>();
+  const unique = found.filter((subject) => {
+    const key = stableJson([subject.name, subject.digest]);
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  if (unique.length === 0) throw new NoSubjectError();
+  return unique;
+}
+
+/** Whether the build left anything a statement could name (else provenanceStatement throws). */
+export function hasSubject(
+  pushed: PushedImages | undefined,
+  packer: PackerOutput | undefined,
+): boolean {
+  return subjectsFound(pushed, packer).length > 0;
+}
+
+function subjectsFound(
+  pushed: PushedImages | undefined,
+  packer: PackerOutput | undefined,
+): ResourceDescriptor[] {
   const found: ResourceDescriptor[] = [];
   if (pushed !== undefined) {
     for (const image of pushed.images) {
@@ -240,13 +262,7 @@ function subjects(
       });
     }
   }
-  const seen = new Set<string>();
-  const unique = found.filter((subject) => {
-    const key = stableJson([subject.name, subject.digest]);
-    return seen.has(key) ? false : (seen.add(key), true);
-  });
-  if (unique.length === 0) throw new NoSubjectError();
-  return unique;
+  return found;
 }
 
 /**

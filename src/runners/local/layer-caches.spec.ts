@@ -111,6 +111,33 @@ describe(LayerCaches.name, () => {
     expect(third).toMatchObject({ projectId: NEW });
   });
 
+  it('sweeps after a clean build only what an earlier, stopped build left: the sweep is owed until the last lease goes', async () => {
+    const layerCaches = caches(2 ** 40);
+    const swept: string[] = [];
+    const sweep = (who: string) => () => Promise.resolve(swept.push(who));
+
+    // A build whose bud exited on its own left nothing: no buildah process after it.
+    await layerCaches.release(await layerCaches.acquire(TENANT, NEW), sweep('clean'), false);
+    expect(swept).toEqual([]);
+
+    // A stopped build lets go while another holds the cache: the clean one, last, sweeps.
+    const stopped = await layerCaches.acquire(TENANT, NEW);
+    const clean = await layerCaches.acquire(TENANT, NEW);
+    await layerCaches.release(stopped, sweep('stopped'));
+    expect(swept).toEqual([]);
+    await layerCaches.release(clean, sweep('clean, last'), false);
+    expect(swept).toEqual(['clean, last']);
+
+    // Owed even past a release that cannot sweep (a deletion's): the next build's release does.
+    await mkdir(join(layerCaches.dirOf(TENANT, NEW), 'storage'), { recursive: true });
+    const deleting = await layerCaches.existing(TENANT, NEW);
+    const another = await layerCaches.acquire(TENANT, NEW);
+    await layerCaches.release(another, sweep('stopped again'));
+    await layerCaches.release(deleting!);
+    await layerCaches.release(await layerCaches.acquire(TENANT, NEW), sweep('next'), false);
+    expect(swept).toEqual(['clean, last', 'next']);
+  });
+
   it('refuses ids that are not ids as paths', () => {
     expect(() => caches(1).dirOf('../x', NEW)).toThrow('not a tenant and project id');
   });

@@ -37,6 +37,8 @@ interface Entry {
   users: number;
   /** Set while the cache is removed or swept: new leases wait for it. */
   busy: Promise<void> | undefined;
+  /** A build that let it go may have left working containers: the last lease sweeps them. */
+  leftovers: boolean;
 }
 
 /**
@@ -105,16 +107,23 @@ export class LayerCaches {
    * Lets the cache go. When no other lease of this process holds it, `sweep` runs first with new
    * leases waiting (for leftover working containers of a stopped build: sweeping while another
    * build runs would remove that build's). Then the caches are measured and evicted past the bound.
+   * `leftovers` false says this lease's build left no working container (its bud exited on its
+   * own, and `--force-rm` removed them): the sweep runs only when some lease since the last sweep
+   * may have left one, so a build that ended normally does not wait for a buildah process.
    */
   async release(
     lease: CacheLease,
     sweep?: (storage: readonly string[]) => Promise<unknown>,
+    leftovers = sweep !== undefined,
   ): Promise<void> {
     const entry = this.entryOf(lease.dir);
-    if (sweep !== undefined && entry.users === 1) {
+    if (leftovers) entry.leftovers = true;
+    if (sweep !== undefined && entry.users === 1 && entry.leftovers) {
+      entry.leftovers = false;
       const swept = sweep(lease.storage).then(
         () => undefined,
         (error: unknown) => {
+          entry.leftovers = true;
           this.logger.warn({ err: error, project_id: lease.projectId }, 'could not sweep a cache');
         },
       );
@@ -165,13 +174,15 @@ export class LayerCaches {
     const entry = this.entryOf(lease.dir);
     entry.users -= 1;
     this.sizes.delete(lease.dir);
-    if (entry.users === 0 && entry.busy === undefined) this.entries.delete(lease.dir);
+    // An entry owing a sweep stays, so that the next lease's release still sweeps.
+    if (entry.users === 0 && entry.busy === undefined && !entry.leftovers)
+      this.entries.delete(lease.dir);
   }
 
   private entryOf(dir: string): Entry {
     let entry = this.entries.get(dir);
     if (entry === undefined) {
-      entry = { users: 0, busy: undefined };
+      entry = { users: 0, busy: undefined, leftovers: false };
       this.entries.set(dir, entry);
     }
     return entry;

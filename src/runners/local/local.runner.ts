@@ -205,15 +205,20 @@ export class LocalRunner
     const { build } = run;
     let failure: BuildFailure | undefined;
     let wait: WaitEnd = 'cancelled';
+    // Every child exited on its own and the build succeeded: it left no working container.
+    let clean = false;
     try {
       wait = await this.admitted(run);
-      if (wait === 'admitted' && !run.cancelled) await this.runBuild(run);
+      if (wait === 'admitted' && !run.cancelled) {
+        await this.runBuild(run);
+        clean = !run.stopped && !run.cancelled && !run.timedOut;
+      }
     } catch (error) {
       failure = run.timedOut
         ? timedOut(build.spec.timeoutSeconds)
         : this.failureOf(build.id, error);
     } finally {
-      await this.cleanUp(build.id, run);
+      await this.cleanUp(build.id, run, clean);
       // The slot goes to the next build once nothing of this one runs any more.
       await this.admission
         .release(build.id)
@@ -510,7 +515,7 @@ export class LocalRunner
    * (a stopped bud's) are swept when no other build of this process holds it, and caches past
    * KILN_LOCAL_CACHE_MAX_BYTES are evicted.
    */
-  private async cleanUp(buildId: string, run?: BuildRun): Promise<void> {
+  private async cleanUp(buildId: string, run?: BuildRun, clean = false): Promise<void> {
     const dir = this.buildDir(buildId);
     if (await exists(join(dir, 'storage'))) {
       await this.processes.run('buildah', [...buildahStorageArgs(dir), 'rm', '--all'], {
@@ -520,8 +525,11 @@ export class LocalRunner
     const cache = run?.cache;
     if (run !== undefined && cache !== undefined) {
       run.cache = undefined;
-      await this.caches.release(cache, (storage) =>
-        this.processes.run('buildah', [...storage, 'rm', '--all'], { tool: 'buildah' }),
+      await this.caches.release(
+        cache,
+        (storage) =>
+          this.processes.run('buildah', [...storage, 'rm', '--all'], { tool: 'buildah' }),
+        !clean,
       );
     }
     try {
