@@ -197,14 +197,8 @@ export class ProvenanceService {
         })),
       },
     };
-    let statement;
-    try {
-      statement = provenanceStatement(input);
-    } catch (error) {
-      if (error instanceof NoSubjectError)
-        return { problem: `could not be made: ${error.message}` };
-      throw error;
-    }
+    // It has a subject: checked above.
+    const statement = provenanceStatement(input);
     const sbom = documents.find((document) => document.kind === 'sbom' && !document.truncated);
     const sbomDocument = sbom === undefined ? undefined : parsedJson(sbom.bytes);
     const sbomFormat = sbom?.format;
