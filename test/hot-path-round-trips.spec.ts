@@ -5,6 +5,7 @@ import { RateLimitService } from '../src/ratelimit/rate-limit.service.js';
 import { type Seeded, seedTenancy, tokenFor } from './support/auth.js';
 import { ApiClient } from './support/builds.js';
 import { FakeRunner } from './support/fake-runner.js';
+import { awayFromWindowEnd } from './support/rate-limit-window.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const WINDOW_SECONDS = 3600;
@@ -90,7 +91,7 @@ describe('database round trips of an authorized request', () => {
   });
 
   it('writes the counts of many requests in one statement, outside every request', async () => {
-    await awayFromWindowEnd(); // counts of a window that ends before they are written are dropped
+    await awayFromWindowEnd(WINDOW_SECONDS, 10_000); // counts of a window that ends before they are written are dropped
     const service = kiln.app.get(RateLimitService);
     await service.flush();
     const storedBefore = await storedReads();
@@ -116,11 +117,5 @@ describe('database round trips of an authorized request', () => {
       [`read|user|${seeded.users.admin.id}`],
     );
     return row!.count;
-  }
-
-  /** Waits for the next window when the current one ends within 10 s. */
-  async function awayFromWindowEnd(): Promise<void> {
-    const left = WINDOW_SECONDS * 1000 - (Date.now() % (WINDOW_SECONDS * 1000));
-    if (left < 10_000) await new Promise((done) => setTimeout(done, left + 100));
   }
 });

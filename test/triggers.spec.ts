@@ -12,6 +12,7 @@ import {
   signedDelivery,
 } from './support/git-providers.js';
 import { scrape, sumOf } from './support/prometheus-text.js';
+import { awayFromWindowEnd } from './support/rate-limit-window.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 type Provider = 'github' | 'gitlab' | 'gitea' | 'forgejo';
@@ -647,11 +648,9 @@ describe('unverified deliveries', () => {
   });
 
   it("count against the sender's address alike for an unknown trigger and a wrong signature; verified ones do not", async () => {
-    // The windows are fixed: a sign-in and refusals on both sides of a window's end would be
-    // counted apart (one more refusal answered 401). Near the end, wait for the next window.
-    const windowMs = WINDOW_SECONDS * 1000;
-    const left = windowMs - (Date.now() % windowMs);
-    if (left < 20_000) await new Promise((done) => setTimeout(done, left + 100));
+    // A sign-in and refusals on both sides of a window's end would be counted apart (one more
+    // refusal answered 401).
+    await awayFromWindowEnd(WINDOW_SECONDS, 20_000);
     const admin = new ApiClient(
       kiln,
       await tokenFor(kiln.baseUrl, seeded.users.admin.email),
