@@ -352,7 +352,7 @@ describe(BuildLogFollower.name, () => {
     const n = 4_000;
     cluster.kubelet.script(BUILDER, {
       lines: n,
-      linesPerSecond: 4_000,
+      linesPerSecond: 2_000,
       linesPerWrite: 7,
       printCrc: true,
     });
@@ -375,6 +375,34 @@ describe(BuildLogFollower.name, () => {
     );
     expect(verifyCrc(messages)).toBe(true);
   });
+
+  it('counts a break after a stream that carried lines as a first failure, so cuts now and then never lengthen the wait', async () => {
+    const n = 600;
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 100, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([{ name: 'build', image: BUILDER }]);
+    const { done } = follow(buildId, pod);
+
+    // Each cut comes a while after the stream reopened: long enough for it to carry new lines.
+    let cuts = 0;
+    while (cuts < 8 && podNamed(pod)?.status?.phase !== 'Succeeded') {
+      while (cluster.openLogStreams({ pod }) === 0) await sleep(10);
+      await sleep(300);
+      cuts += cluster.cutLogStreams({ pod });
+    }
+    await done;
+
+    const breaks = kiln.logs.lines.filter(
+      (l) => l['build_id'] === buildId && l['msg'] === 'log stream broke; reopening it',
+    );
+    expect(cuts).toBeGreaterThanOrEqual(5);
+    expect(breaks.length).toBeGreaterThanOrEqual(5);
+    expect(breaks.map((l) => l['failures'])).toEqual(breaks.map(() => 1));
+    for (const l of breaks) expect(l['retry_in_ms']).toBeLessThanOrEqual(FAST.retryBaseMs);
+    const messages = (await stored(buildId)).map((l) => l.message);
+    expect(messages).toHaveLength(n + 1);
+    expect(verifyCrc(messages)).toBe(true);
+  }, 30_000);
 
   it('reopens a stalled stream and goes on where it was', async () => {
     const n = 1_500;

@@ -375,16 +375,31 @@ export class BuildLogFollower {
         return false;
       }
       const session = new StreamSession(cursor);
-      const ended = await this.open(container, session);
+      const end = await this.open(container, session);
       cursor = session.cursor;
-      if (ended === 'ended' && (session.terminatedAtOpen || this.terminated(container.name))) {
+      if (end === 'ended' && (session.terminatedAtOpen || this.terminated(container.name))) {
         // The server ends a terminated container's stream after its last line.
         this.hand(container, session.finish());
         return true;
       }
-      if (ended === 'failed') {
-        failures++;
-        await this.waitForChange(backoff(failures, this.options));
+      if (end !== 'ended') {
+        // A stream that carried lines before it broke was a working one: its break is a first
+        // failure, not one more in a row, or a stream cut now and then would wait ever longer.
+        failures = session.accepted > 0 ? 1 : failures + 1;
+        const retryInMs = backoff(failures, this.options);
+        if (!this.stopper.signal.aborted) {
+          this.deps.logger.info(
+            {
+              err: end.reason,
+              build_id: buildId,
+              container: container.name,
+              failures,
+              retry_in_ms: Math.round(retryInMs),
+            },
+            end.stalled ? 'log stream stalled; reopening it' : 'log stream broke; reopening it',
+          );
+        }
+        await this.waitForChange(retryInMs);
       } else {
         // Ended while the container runs (rotation, the API server), or the pod's end is not
         // observed yet: reopen after a moment.
@@ -394,11 +409,11 @@ export class BuildLogFollower {
     }
   }
 
-  /** One stream: 'ended' when the server ended it, 'failed' when it broke or stalled. */
+  /** One stream: 'ended' when the server ended it, or why it did not. */
   private async open(
     container: FollowedContainer,
     session: StreamSession,
-  ): Promise<'ended' | 'failed'> {
+  ): Promise<'ended' | StreamFailure> {
     session.terminatedAtOpen = this.terminated(container.name);
     const abort = new AbortController();
     const onStop = () => abort.abort(this.stopper.signal.reason);
@@ -442,13 +457,7 @@ export class BuildLogFollower {
       );
       return 'ended';
     } catch (error) {
-      if (!stalled && !this.stopper.signal.aborted) {
-        this.deps.logger.info(
-          { err: error, build_id: this.target.buildId, container: container.name },
-          'log stream broke; reopening it',
-        );
-      }
-      return 'failed';
+      return { reason: error, stalled };
     } finally {
       clearTimeout(timer);
       this.stopper.signal.removeEventListener('abort', onStop);
@@ -552,6 +561,12 @@ export class BuildLogFollower {
 /** The API's sinceTime filters at whole seconds: ask from the second of the cursor. */
 function wholeSecond(tsMs: number): string {
   return new Date(Math.floor(tsMs / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/** Why a stream ended before the server ended it: it broke, or sent nothing for `stallMs`. */
+interface StreamFailure {
+  readonly reason: unknown;
+  readonly stalled: boolean;
 }
 
 function backoff(failures: number, options: LogFollowerOptions): number {

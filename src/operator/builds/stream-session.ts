@@ -17,6 +17,8 @@ export interface ParsedLine {
  */
 export class StreamSession {
   terminatedAtOpen = false;
+  /** Lines this stream handed on (those before its cursor skipped). */
+  accepted = 0;
   private partial = '';
   private readonly base: number | undefined;
   private skip: number;
@@ -80,6 +82,7 @@ export class StreamSession {
       this.lastTsMs = line.tsMs;
       this.seenAtLast = 1;
     }
+    this.accepted++;
     into.push(line);
   }
 }
