@@ -321,15 +321,36 @@ async function operator(clients) {
     };
     // When kiln asked the double for each container's log (the follower opening its stream).
     const logOpened = new Map();
+    const logOpens = new Map();
     const push = double.requests.push.bind(double.requests);
     double.requests.push = (...items) => {
       for (const r of items) {
         const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/.exec(r.path);
         const key = match && `${match[1]}/${match[2]}/${r.query.container}`;
-        if (key && !logOpened.has(key)) logOpened.set(key, nowMs());
+        if (!key) continue;
+        if (!logOpened.has(key)) logOpened.set(key, nowMs());
+        logOpens.set(key, (logOpens.get(key) ?? 0) + 1);
       }
       return push(...items);
     };
+    // When the source (init) container's termination reached the double's store: its stream
+    // ends then, and the operator's pod watch hears of it.
+    const sourceEnded = new Map();
+    const buildRunning = new Map();
+    double.store.subscribe((event) => {
+      if (event.resource !== '/pods' || event.type !== 'MODIFIED') return;
+      const { namespace, name } = event.object.metadata;
+      const key = `${namespace}/${name}`;
+      const state = (statuses, container) =>
+        (statuses ?? []).find((s) => s.name === container)?.state ?? {};
+      if (
+        !sourceEnded.has(key) &&
+        state(event.object.status?.initContainerStatuses, 'source').terminated
+      )
+        sourceEnded.set(key, nowMs());
+      if (!buildRunning.has(key) && state(event.object.status?.containerStatuses, 'build').running)
+        buildRunning.set(key, nowMs());
+    });
     const jobOfPod = (namespace, job) =>
       double
         .objects('v1', 'pods', namespace)
@@ -399,6 +420,9 @@ async function operator(clients) {
       const writtenMs = firstWrite.get(`${NS}/${pod}/build`) - seen.sentAt;
       const openedMs = logOpened.get(`${NS}/${pod}/build`) - seen.sentAt;
       const sourceOpenedMs = logOpened.get(`${NS}/${pod}/source`) - seen.sentAt;
+      const sourceOpens = logOpens.get(`${NS}/${pod}/source`) ?? 0;
+      const sourceEndedMs = sourceEnded.get(`${NS}/${pod}`) - seen.sentAt;
+      const buildRunningMs = buildRunning.get(`${NS}/${pod}`) - seen.sentAt;
       // The reconciles of the Build (kiln-child.mjs notes when each started).
       const spans = (await kiln.call('reconcileSpans', { keys: [`${NS}/${id}`] }))[`${NS}/${id}`];
       const reconciles = spans.map(([t]) => t - seen.sentAt);
@@ -407,8 +431,10 @@ async function operator(clients) {
       const followerAt = {
         followed: rel(follower.followed),
         claim: (follower.claim ?? []).map(rel),
-        source: (follower['cursor source'] ?? []).map(rel),
-        build: (follower['cursor build'] ?? []).map(rel),
+        sourceEndHeard: rel(follower.sourceEndHeard),
+        buildRunningHeard: rel(follower.buildRunningHeard),
+        // Every container's cursor, read once the claim is held (log-follower.ts).
+        cursors: (follower.cursors ?? []).map(rel),
       };
       const reconcileSpans = spans.map(([t, end]) => [t - seen.sentAt, end - seen.sentAt]);
       await clients.call('untilClosed', {
@@ -453,6 +479,9 @@ async function operator(clients) {
         writtenMs,
         openedMs,
         sourceOpenedMs,
+        sourceOpens,
+        sourceEndedMs,
+        buildRunningMs,
         reconciles,
         reconcileSpans,
         followerAt,
@@ -503,15 +532,32 @@ async function operator(clients) {
         `${summary(runs.map((r) => r.sourceOpenedMs - r.jobMs))} after the Job's ADDED, the ` +
         `builder's ${summary(runs.map((r) => r.openedMs - r.sourceOpenedMs))} after the source's`,
     );
+    // A source stream that ends before the operator has heard that the container terminated is
+    // opened once more (log-follower.ts: an end while the container runs is not the log's end).
+    const reopened = runs.filter((r) => r.sourceOpens > 1);
+    const opened = (list) => summary(list.map((r) => r.openedMs - r.sourceEndedMs));
+    console.log(
+      `  the source container's stream was opened more than once in ${reopened.length} of ` +
+        `${runs.length} runs (at most ${Math.max(...runs.map((r) => r.sourceOpens))}); the ` +
+        `builder's stream opened after the source's termination reached the store: ` +
+        `${opened(runs)}; in the runs that reopened it ${reopened.length > 0 ? opened(reopened) : '—'}, ` +
+        `in the others ${runs.length > reopened.length ? opened(runs.filter((r) => r.sourceOpens <= 1)) : '—'}`,
+    );
     const f = (pick) => summary(runs.map((r) => pick(r.followerAt, r)));
+    console.log(
+      `  heard by kiln (a pod event or a reconcile) after the double's store had it: the source's ` +
+        `end ${f((a, r) => a.sourceEndHeard - r.sourceEndedMs)}, the builder running ` +
+        `${f((a, r) => a.buildRunningHeard - r.buildRunningMs)}; the builder's first line written ` +
+        `${summary(runs.map((r) => r.writtenMs - r.buildRunningMs))} after it ran; its stream opened ` +
+        `${f((a, r) => r.openedMs - Math.max(a.buildRunningHeard, a.sourceEndHeard))} after kiln heard both`,
+    );
     console.log(
       `  the follower (log-follower.ts), from the Job's ADDED: started ` +
         `${f((a, r) => a.followed - r.jobMs)}; its log claim read ${f((a) => a.claim[1] - a.claim[0])}; ` +
-        `the source container's cursor read ${f((a) => a.source[1] - a.source[0])} (ended ` +
-        `${f((a, r) => a.source[1] - r.jobMs)} after the ADDED, its stream opened ` +
-        `${f((a, r) => r.sourceOpenedMs - a.source[1])} later); the builder's cursor read ` +
-        `${f((a) => a.build[1] - a.build[0])}, begun ${f((a, r) => a.build[0] - r.sourceOpenedMs)} ` +
-        `after the source's stream opened`,
+        `the containers' cursors read ${f((a) => a.cursors[1] - a.cursors[0])} (ended ` +
+        `${f((a, r) => a.cursors[1] - r.jobMs)} after the ADDED); the source container's stream ` +
+        `opened ${f((a, r) => r.sourceOpenedMs - a.sourceEndHeard)} after kiln heard it ended, ` +
+        `the builder's ${summary(runs.map((r) => r.openedMs - r.sourceOpenedMs))} after the source's`,
     );
     // The reconcile that told the follower the builder runs: the last one started before the
     // stream was opened.

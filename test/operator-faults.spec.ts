@@ -394,7 +394,7 @@ describe('the operator under faults', () => {
         ? true
         : undefined;
     });
-    // BuildLogsRepository.containerCursor: the follower's first question about a container.
+    // BuildLogsRepository.containerCursors: the follower's first question once it holds the claim.
     const tripped = proxy.cutWhenClientSends('WITH mine AS');
     const id = await ground.startedBuild();
 

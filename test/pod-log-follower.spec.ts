@@ -129,6 +129,7 @@ describe(BuildLogFollower.name, () => {
       sink?: LogFollowerDeps['sink'];
       claim?: LogFollowerDeps['claim'];
       budget?: FollowerBudget;
+      cursors?: LogFollowerDeps['cursors'];
     } = {},
   ): { follower: BuildLogFollower; done: Promise<FollowOutcome> } {
     const names = containersInOrder(podNamed(pod)!);
@@ -136,7 +137,7 @@ describe(BuildLogFollower.name, () => {
       {
         logs,
         sink: overrides.sink ?? kiln.app.get(LogSink),
-        cursors: kiln.app.get(BuildLogsRepository),
+        cursors: overrides.cursors ?? kiln.app.get(BuildLogsRepository),
         logger: kiln.logs.logger,
         ...(overrides.claim === undefined ? {} : { claim: overrides.claim }),
         ...(overrides.budget === undefined ? {} : { budget: overrides.budget }),
@@ -444,6 +445,42 @@ describe(BuildLogFollower.name, () => {
       Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)),
     );
     expect(verifyCrc(messages)).toBe(true);
+  });
+
+  it('a follower that takes over asks once where every container resumes, and stores no line of any twice', async () => {
+    const n = 3_000;
+    cluster.kubelet.script(SOURCE, { lines: ['cloning', 'checked out main'] });
+    cluster.kubelet.script(BUILDER, { lines: n, linesPerSecond: 3_000, printCrc: true });
+    const buildId = await newBuild();
+    const pod = await runPod([
+      { name: 'source', image: SOURCE, init: true },
+      { name: 'build', image: BUILDER },
+    ]);
+    const first = follow(buildId, pod);
+    const repository = kiln.app.get(BuildLogsRepository);
+    while ((await repository.lineCount(buildId)) < 500) await sleep(20);
+    await first.follower.stop();
+    await kiln.app.get(LogSink).release(buildId);
+
+    const asked: string[][] = [];
+    const cursors: LogFollowerDeps['cursors'] = {
+      containerCursors: (id, containers) => {
+        asked.push([...containers]);
+        return repository.containerCursors(id, containers);
+      },
+    };
+    const outcome = await follow(buildId, pod, { cursors }).done;
+
+    expect(outcome).toEqual({ complete: true, incomplete: [], abandoned: 0 });
+    expect(asked).toEqual([['source', 'build']]);
+    const lines = await stored(buildId);
+    expect(lines.slice(0, 2)).toEqual([
+      { container: 'source', message: 'cloning' },
+      { container: 'source', message: 'checked out main' },
+    ]);
+    const built = lines.slice(2).map((l) => l.message);
+    expect(built.slice(0, n)).toEqual(Array.from({ length: n }, (_, i) => numberedLine(i + 1, n)));
+    expect(verifyCrc(built)).toBe(true);
   });
 
   it('says which lines are missing when the pod is deleted before its log was read', async () => {

@@ -45,10 +45,23 @@ const timed = (prototype, method, nameOf) => {
   };
 };
 timed(BuildLogsRepository.prototype, 'claimFollower', () => 'claim');
-timed(BuildLogsRepository.prototype, 'containerCursor', (container) => `cursor ${container}`);
+timed(BuildLogsRepository.prototype, 'containerCursors', (containers) =>
+  containers.length === 1 ? `cursor ${containers[0]}` : 'cursors',
+);
 const follow = LogDrains.prototype.follow;
+const stateOf = (statuses, name) => (statuses ?? []).find((s) => s.name === name)?.state ?? {};
 LogDrains.prototype.follow = function (key, record, namespace, pod) {
-  if (pod !== undefined) markOf(record.id).followed ??= nowMs();
+  if (pod !== undefined) {
+    const marks = markOf(record.id);
+    marks.followed ??= nowMs();
+    // When kiln first heard (a pod event or a reconcile) that the source container ended and
+    // that the builder runs: the follower opens a container's stream only once it has.
+    if (stateOf(pod.status?.initContainerStatuses, 'source').terminated !== undefined)
+      marks.sourceEndHeard ??= nowMs();
+    const build = stateOf(pod.status?.containerStatuses, 'build');
+    if (build.running !== undefined || build.terminated !== undefined)
+      marks.buildRunningHeard ??= nowMs();
+  }
   return follow.call(this, key, record, namespace, pod);
 };
 

@@ -425,22 +425,26 @@ export class BuildLogsRepository {
   }
 
   /**
-   * Where a container's log resumes: the timestamp of its last stored line and how many of its
+   * Where each container's log resumes: the timestamp of its last stored line and how many of its
    * lines carry exactly that timestamp (pieces of a split line count once: only the last piece
-   * has no `continued`). Undefined before its first line. Scans the build's lines: for restarts.
+   * has no `continued`). A container with no line stored has no entry. Scans the build's lines:
+   * once per follower, for restarts.
    */
-  async containerCursor(
+  async containerCursors(
     buildId: string,
-    container: string,
-  ): Promise<{ tsMs: number; seen: number } | undefined> {
-    const [row] = await this.dataSource.query<Array<{ ts: Date; seen: number }>>(
+    containers: readonly string[],
+  ): Promise<Map<string, { tsMs: number; seen: number }>> {
+    const rows = await this.dataSource.query<Array<{ container: string; ts: Date; seen: number }>>(
       `WITH mine AS (
-         SELECT ts FROM build_log_lines
-          WHERE build_id = $1 AND metadata->>'container' = $2 AND metadata->>'continued' IS NULL)
-       SELECT ts, count(*)::int AS seen FROM mine WHERE ts = (SELECT max(ts) FROM mine) GROUP BY ts`,
-      [buildId, container],
+         SELECT metadata->>'container' AS container, ts FROM build_log_lines
+          WHERE build_id = $1 AND metadata->>'container' = ANY($2::text[])
+            AND metadata->>'continued' IS NULL),
+       last AS (SELECT container, max(ts) AS ts FROM mine GROUP BY container)
+       SELECT container, ts, count(*)::int AS seen FROM mine JOIN last USING (container, ts)
+        GROUP BY container, ts`,
+      [buildId, containers],
     );
-    return row === undefined ? undefined : { tsMs: row.ts.getTime(), seen: row.seen };
+    return new Map(rows.map((r) => [r.container, { tsMs: r.ts.getTime(), seen: r.seen }]));
   }
 
   /**

@@ -615,7 +615,7 @@ async function reconcileOnce(given: Given): Promise<Effects> {
     admission: ground.admission(sink),
     sink,
     logs: podLogs,
-    cursors: { containerCursor: () => Promise.resolve(undefined) },
+    cursors: { containerCursors: () => Promise.resolve(new Map()) },
     logger: new LogCapture().logger,
     settings: {
       ...TABLE_SETTINGS,

@@ -52,9 +52,15 @@ export interface LogFollowerDeps {
       lines: readonly LogLineInput[],
     ): Promise<{ readonly buffered: boolean }>;
   };
-  /** The cursor of what is already stored (a restarted operator resumes from it). */
+  /**
+   * The cursors of what is already stored (a restarted operator resumes from them), by
+   * container; a container with no line stored has none.
+   */
   readonly cursors: {
-    containerCursor(buildId: string, container: string): Promise<LogCursor | undefined>;
+    containerCursors(
+      buildId: string,
+      containers: readonly string[],
+    ): Promise<ReadonlyMap<string, LogCursor>>;
   };
   readonly logger: Logger;
   /** What every follower of the process holds together (none: this follower's own bound only). */
@@ -171,6 +177,13 @@ export class BuildLogFollower {
   /** Lines read while an append was out: the next append's. */
   private pending: LogLineInput[] = [];
   private appending = false;
+  /**
+   * Every container's cursor, read in one query as soon as the claim is held, while the first
+   * container has not started yet: the reads are then off the way of a container's first line.
+   * Undefined when that read failed (each container asks on its own then, retrying).
+   */
+  private earlyCursors: Promise<ReadonlyMap<string, LogCursor> | undefined> =
+    Promise.resolve(undefined);
 
   constructor(
     private readonly deps: LogFollowerDeps,
@@ -284,6 +297,14 @@ export class BuildLogFollower {
   }
 
   private async followAll(): Promise<FollowOutcome> {
+    // Only this follower stores the build's lines while it holds the claim: what is stored of a
+    // container does not change before this follower reads it.
+    this.earlyCursors = this.deps.cursors
+      .containerCursors(
+        this.target.buildId,
+        this.target.containers.map((c) => c.name),
+      )
+      .catch(() => undefined);
     const incomplete: string[] = [];
     for (const container of this.target.containers) {
       let read = false;
@@ -357,7 +378,10 @@ export class BuildLogFollower {
         // for it: giving up would skip the container's whole log without a word, and reading
         // from the start would store lines twice.
         try {
-          cursor = await this.deps.cursors.containerCursor(buildId, container.name);
+          const known = failures === 0 ? await this.earlyCursors : undefined;
+          cursor = (
+            known ?? (await this.deps.cursors.containerCursors(buildId, [container.name]))
+          ).get(container.name);
           cursorRead = true;
         } catch (error) {
           failures++;
