@@ -363,16 +363,14 @@ describe('make test-cluster', () => {
     for (const name of ['KUBECONFIG', 'MAKEFLAGS', 'MAKELEVEL', 'MFLAGS']) delete env[name];
     return env;
   };
-  const makeTestCluster = (env: NodeJS.ProcessEnv) => {
-    const started = Date.now();
-    const result = spawnSync('make', ['-s', 'test-cluster'], {
+  // "At once": within spawnSync's timeout, far below what an install would take (status null then).
+  const makeTestCluster = (env: NodeJS.ProcessEnv) =>
+    spawnSync('make', ['-s', 'test-cluster'], {
       cwd: ROOT,
       env,
       encoding: 'utf8',
       timeout: 20_000,
     });
-    return { ...result, ms: Date.now() - started };
-  };
 
   it('is a target of the Development section with a help line, after helm-lint', () => {
     const development = makefile
@@ -389,11 +387,10 @@ describe('make test-cluster', () => {
   it('fails at once, saying so, when KUBECONFIG is not set, and installs nothing', () => {
     const run = makeTestCluster(bareEnv());
 
-    expect(run.status).not.toBe(0);
+    expect(run.status).toBe(2); // make's own failure, not spawnSync's timeout (status null)
     expect(run.stderr).toContain('make test-cluster: KUBECONFIG is not set');
     expect(run.stdout).toBe('');
     expect(run.stderr).not.toMatch(/kube-tools:|npm|jest/);
-    expect(run.ms).toBeLessThan(10_000);
     // What make would run, in order (-n): the check before anything that installs.
     const planned = spawnSync('make', ['-n', 'test-cluster'], {
       cwd: ROOT,
@@ -409,9 +406,8 @@ describe('make test-cluster', () => {
     const missing = join(tmpdir(), `kiln-no-kubeconfig-${process.pid}`);
     const run = makeTestCluster({ ...bareEnv(), KUBECONFIG: missing });
 
-    expect(run.status).not.toBe(0);
+    expect(run.status).toBe(2);
     expect(run.stderr).toContain(`make test-cluster: KUBECONFIG=${missing} names no file`);
-    expect(run.ms).toBeLessThan(10_000);
   });
 
   it('passes its check of a KUBECONFIG that names a file, and runs nothing for it', () => {

@@ -168,12 +168,11 @@ describe('the local runner (real buildah, real registry)', () => {
     }
     expect(processesMentioning(id).length).toBeGreaterThan(0);
 
-    const started = Date.now();
     const cancelled = await admin.request('POST', `/builds/${id}/cancel`, { reason: 'too slow' });
 
     expect(cancelled.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(10_000);
-    expect((await finished(id)).status).toBe('cancelled');
+    // The RUN sleeps 120 s: a build that waited for it would not have ended within finished's 60 s.
+    expect((await finished(id, 60_000)).status).toBe('cancelled');
     expect(processesMentioning(id)).toEqual([]);
     expect((await logsOf(id)).map((l: any) => l.message)).toContain('sleeping');
     expect(readdirSync(`${dataDir}/builds/${id}`)).not.toContain('source');

@@ -173,7 +173,7 @@ describe('operator runtime against the Kubernetes API server double', () => {
     });
 
     it('KubeListWatch cancels a list whose signal aborts', async () => {
-      server.delayRequests(600, { path: CM_PATH });
+      const undo = server.delayRequests(2_000, { path: CM_PATH });
       const abort = new AbortController();
       const listing = KubeListWatch.forClient(clientFor(), {
         group: '',
@@ -181,11 +181,14 @@ describe('operator runtime against the Kubernetes API server double', () => {
         plural: 'configmaps',
         namespace: NS,
       }).list(abort.signal);
-      setTimeout(() => abort.abort(), 50);
-      const started = Date.now();
+      // Aborted while the double holds the request: in flight, not yet sent.
+      while (server.heldRequests === 0) await sleep(5);
+      abort.abort();
       await expect(listing).rejects.toMatchObject({ name: 'AbortError' });
-      expect(Date.now() - started).toBeLessThan(600); // did not wait for the answer
-      await sleep(600); // the double keeps its own delay timer running after the client left
+      expect(server.heldRequests).toBe(1); // did not wait for the answer
+      undo();
+      // The double keeps its own delay timer running after the client left.
+      while (server.heldRequests > 0) await sleep(20);
     });
 
     it('KubeLeaseStore creates, reads and updates Leases with optimistic concurrency', async () => {
@@ -224,14 +227,16 @@ describe('operator runtime against the Kubernetes API server double', () => {
     });
 
     it('KubeLeaseStore cancels a request whose signal aborts', async () => {
-      server.delayRequests(600, { path: LEASE_PATH });
+      const undo = server.delayRequests(2_000, { path: LEASE_PATH });
       const abort = new AbortController();
       const reading = new KubeLeaseStore(clientFor()).get(NS, LEASE, abort.signal);
-      setTimeout(() => abort.abort(), 50);
-      const started = Date.now();
+      while (server.heldRequests === 0) await sleep(5);
+      abort.abort();
       await expect(reading).rejects.toMatchObject({ name: 'AbortError' });
-      expect(Date.now() - started).toBeLessThan(600); // did not wait for the answer
-      await sleep(600); // the double keeps its own delay timer running after the client left
+      expect(server.heldRequests).toBe(1); // did not wait for the answer
+      undo();
+      // The double keeps its own delay timer running after the client left.
+      while (server.heldRequests > 0) await sleep(20);
     });
   });
 

@@ -353,23 +353,17 @@ describe(SecretMasker.name, () => {
       );
     });
 
-    it('masks a 64 KiB line against 50 secrets in a few milliseconds', () => {
+    // How fast: bench/logs.bench.mjs `mask` times this line beside a baseline (no test asserts a time).
+    it('masks a 64 KiB line against 50 secrets, its long runs sharing prefixes with them', () => {
       const secrets = Array.from({ length: 50 }, (_, i) => `secret-${i}-${'x'.repeat(i)}-tail`);
       const masker = maskerWith(...secrets);
       // Long runs that share prefixes with the secrets are the worst case for a naive alternation.
       const line = `${'secret-1-xxxxxxxx'.repeat(3000)}${secrets[49]}`.padEnd(64 * 1024, 'a');
-      masker.mask(line);
 
-      let best = Infinity;
-      let masked = '';
-      for (let run = 0; run < 5; run++) {
-        const started = process.hrtime.bigint();
-        masked = masker.mask(line);
-        best = Math.min(best, Number(process.hrtime.bigint() - started) / 1e6);
-      }
+      const masked = masker.mask(line);
 
       expect(masked).not.toContain(secrets[49]);
-      expect(best).toBeLessThan(15);
+      expect(masked.startsWith('secret-1-xxxxxxxx'.repeat(3000))).toBe(true);
     });
   });
 });

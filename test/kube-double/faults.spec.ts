@@ -110,14 +110,22 @@ describe(`${KubeApiServer.name} fault injection`, () => {
     expect((await fetch(`${server.url}${CM_PATH}`)).status).toBe(200);
   });
 
-  it('delays matching responses by the given time', async () => {
-    const undo = server.delayRequests(300, { path: CM_PATH, count: 1 });
-    let started = Date.now();
+  it('delays matching responses by the given time, only as many as asked', async () => {
+    const undo = server.delayRequests(3_000, { path: CM_PATH, count: 1 });
+    const answered: string[] = [];
+    const started = Date.now();
+    const first = core.listNamespacedConfigMap({ namespace: NS }).then(() => {
+      answered.push('first');
+      return Date.now() - started;
+    });
+    // The second is sent once the first is held: the one delay is the first's.
+    while (server.heldRequests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     await core.listNamespacedConfigMap({ namespace: NS });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-    started = Date.now();
-    await core.listNamespacedConfigMap({ namespace: NS });
-    expect(Date.now() - started).toBeLessThan(290);
+    answered.push('second');
+
+    expect(server.heldRequests).toBe(1);
+    expect(await first).toBeGreaterThanOrEqual(2_990);
+    expect(answered).toEqual(['second', 'first']);
     undo();
   });
 

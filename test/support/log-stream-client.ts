@@ -13,6 +13,8 @@ export interface StreamMessage {
 /** A real `ws` client on a log stream that records every message and how the stream ended. */
 export class LogStreamClient {
   readonly messages: StreamMessage[] = [];
+  /** Pings the server sent (answered or not, as `autoPong` says). */
+  pings = 0;
   readonly opened: Promise<void>;
   readonly closed: Promise<{ code: number; reason: string }>;
   private readonly ws: WebSocket;
@@ -25,6 +27,7 @@ export class LogStreamClient {
       headers: options.headers,
       autoPong: options.autoPong ?? true,
     });
+    this.ws.on('ping', () => this.pings++);
     this.ws.on('message', (data: Buffer) =>
       this.messages.push(JSON.parse(data.toString()) as StreamMessage),
     );

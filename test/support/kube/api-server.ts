@@ -247,6 +247,7 @@ export class KubeApiServer implements ClusterHost, KueueHost {
   private readonly watches = new Set<ServerResponse>();
   private readonly faults: Fault[] = [];
   private readonly delays: Delay[] = [];
+  private held = 0;
   /** blackholeWatches: the faults in force, and the watches they silenced (for good). */
   private readonly blackholes = new Set<{ path?: string | RegExp; healed: Promise<void> }>();
   private readonly silencedWatches = new WeakSet<ServerResponse>();
@@ -455,6 +456,11 @@ export class KubeApiServer implements ClusterHost, KueueHost {
       remaining: options.count ?? 1,
       asEvent: options.asEvent ?? true,
     });
+  }
+
+  /** Requests a `delayRequests` delay holds now: not answered yet. */
+  get heldRequests(): number {
+    return this.held;
   }
 
   /** Delays the answer to the next `count` (default: every) matching request by `ms`. */
@@ -740,7 +746,12 @@ export class KubeApiServer implements ClusterHost, KueueHost {
       );
       if (delay) {
         delay.remaining--;
-        await new Promise((resolve) => setTimeout(resolve, delay.ms));
+        this.held++;
+        try {
+          await new Promise((resolve) => setTimeout(resolve, delay.ms));
+        } finally {
+          this.held--;
+        }
       }
       const fault = this.faults.find(
         (f) =>
