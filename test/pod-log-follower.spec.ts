@@ -386,8 +386,9 @@ describe(BuildLogFollower.name, () => {
 
     // Each cut comes a while after the stream reopened: long enough for it to carry new lines.
     let cuts = 0;
-    while (cuts < 8 && podNamed(pod)?.status?.phase !== 'Succeeded') {
-      while (cluster.openLogStreams({ pod }) === 0) await sleep(10);
+    const running = () => podNamed(pod)?.status?.phase !== 'Succeeded';
+    while (cuts < 8 && running()) {
+      while (cluster.openLogStreams({ pod }) === 0 && running()) await sleep(10);
       await sleep(300);
       cuts += cluster.cutLogStreams({ pod });
     }

@@ -8,13 +8,14 @@ export async function databaseText(dataSource: Pick<DataSource, 'query'>): Promi
   const tables: Array<{ name: string }> = await dataSource.query(
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
   );
-  const texts = await Promise.all(
-    tables.map(async ({ name }) => {
-      const rows: Array<{ text: string }> = await dataSource.query(
-        `SELECT t::text AS text FROM "${name}" t`,
-      );
-      return rows.map((row) => row.text).join('\n');
-    }),
-  );
+  // One table after another: `dataSource` may be a single connection (a pg.Client), which runs
+  // one query at a time.
+  const texts: string[] = [];
+  for (const { name } of tables) {
+    const rows: Array<{ text: string }> = await dataSource.query(
+      `SELECT t::text AS text FROM "${name}" t`,
+    );
+    texts.push(rows.map((row) => row.text).join('\n'));
+  }
   return texts.join('\n');
 }
