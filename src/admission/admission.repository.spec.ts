@@ -271,6 +271,28 @@ describe(AdmissionStore.name, () => {
       expect(await admittedIds({ maxRunning: 1 })).toEqual([a2]);
     });
 
+    it('stamps an admission after the release that freed its slot, even when the pass waited for the lock meanwhile', async () => {
+      const [a1, a2] = await (await tenant('a')).start(2);
+      await store.admit({ maxRunning: 1 });
+      // Another pass holds the admission lock: this pass's message arrives, then waits for it.
+      const holder = ground.dataSource.createQueryRunner();
+      await holder.connect();
+      await holder.startTransaction();
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtext('kiln_admission'))`);
+      const pass = ground.stores[1]!.admit({ maxRunning: 1 });
+      await untilWaiting(1);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await store.release(a1!)).toBe('running');
+      await holder.commitTransaction();
+      await holder.release();
+
+      expect((await pass).map((build) => build.buildId)).toEqual([a2]);
+      const [released, admitted] = [await row(a1!), await row(a2!)];
+      expect(admitted!.admitted_at!.getTime()).toBeGreaterThanOrEqual(
+        released!.released_at!.getTime(),
+      );
+    });
+
     it('takes a waiting build out of the queue, having freed nothing', async () => {
       const [a1, a2, a3] = await (await tenant('a')).start(3);
       await store.admit({ maxRunning: 1 });

@@ -180,6 +180,13 @@ export const PLACE_COLUMNS = `p.build_id, p.position, p.held_by, free.slots, p.t
 export const GENERATION = `SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS generation
   FROM admission_generation`;
 
+/*
+ * An admission is stamped with clock_timestamp(), not statement_timestamp(): these statements
+ * travel in one message after ADMISSION_LOCK (inOneTrip), and a statement's timestamp in such a
+ * message is when the message arrived, before the wait for the lock. A build admitted into a slot
+ * that a release freed during that wait would look admitted before the release.
+ */
+
 /** Ends the wait or run of every build that is no longer in_progress. */
 export const SWEEP = `
   UPDATE build_admissions a SET released_at = statement_timestamp()
@@ -197,7 +204,7 @@ const METHOD_OF_ADMITTED = `(SELECT b.spec ->> 'method' FROM builds b WHERE b.id
 export const ADMIT_ALL = `
   WITH admitted AS (
     UPDATE build_admissions a
-       SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
+       SET admitted_at = clock_timestamp(), reason = NULL, message = NULL
       FROM build_admissions b
      WHERE b.build_id = a.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
@@ -220,7 +227,7 @@ export const admitOf = (scope: QueueScope | null, limits: LimitsSql) => `
   ),
   admitted AS (
     UPDATE build_admissions a
-       SET admitted_at = statement_timestamp(), reason = NULL, message = NULL
+       SET admitted_at = clock_timestamp(), reason = NULL, message = NULL
       FROM chosen c
      WHERE a.build_id = c.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
     RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position,
