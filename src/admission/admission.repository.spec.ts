@@ -138,7 +138,8 @@ describe(AdmissionStore.name, () => {
   describe('admit', () => {
     it('admits every waiting build when nothing limits them, and marks them admitted', async () => {
       const a = await tenant('a');
-      const builds = await a.start(3);
+      // Enough rows that a clock read per row would span several microseconds: one pass, one stamp.
+      const builds = await a.start(60);
 
       const admitted = await store.admit({});
 

@@ -184,8 +184,11 @@ export const GENERATION = `SELECT (CASE WHEN is_called THEN last_value ELSE 0 EN
  * An admission is stamped with clock_timestamp(), not statement_timestamp(): these statements
  * travel in one message after ADMISSION_LOCK (inOneTrip), and a statement's timestamp in such a
  * message is when the message arrived, before the wait for the lock. A build admitted into a slot
- * that a release freed during that wait would look admitted before the release.
+ * that a release freed during that wait would look admitted before the release. The clock is read
+ * once per statement (STAMP), so every build one pass admits has the same stamp: clock_timestamp()
+ * in SET would be read again for each row.
  */
+const STAMP = `stamp AS MATERIALIZED (SELECT clock_timestamp() AS at)`;
 
 /** Ends the wait or run of every build that is no longer in_progress. */
 export const SWEEP = `
@@ -202,10 +205,11 @@ const METHOD_OF_ADMITTED = `(SELECT b.spec ->> 'method' FROM builds b WHERE b.id
  * nothing once a tenant has a limit of its own (`admitOf` orders the queue then).
  */
 export const ADMIT_ALL = `
-  WITH admitted AS (
+  WITH ${STAMP},
+  admitted AS (
     UPDATE build_admissions a
-       SET admitted_at = clock_timestamp(), reason = NULL, message = NULL
-      FROM build_admissions b
+       SET admitted_at = stamp.at, reason = NULL, message = NULL
+      FROM build_admissions b, stamp
      WHERE b.build_id = a.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM tenant_admission_settings WHERE max_running IS NOT NULL)
     RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, a.seq,
@@ -225,10 +229,11 @@ export const admitOf = (scope: QueueScope | null, limits: LimitsSql) => `
       CROSS JOIN free JOIN build_admissions b ON b.build_id = p.build_id
      WHERE p.held_by IS NULL AND (free.slots IS NULL OR p.position <= free.slots)
   ),
+  ${STAMP},
   admitted AS (
     UPDATE build_admissions a
-       SET admitted_at = clock_timestamp(), reason = NULL, message = NULL
-      FROM chosen c
+       SET admitted_at = stamp.at, reason = NULL, message = NULL
+      FROM chosen c, stamp
      WHERE a.build_id = c.build_id AND a.admitted_at IS NULL AND a.released_at IS NULL
     RETURNING a.build_id, a.tenant_id, a.project_id, a.queued_at, a.admitted_at, c.position,
               c.before
