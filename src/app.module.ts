@@ -101,10 +101,16 @@ export function apiModules(
 
 /**
  * The operator: no HTTP route and no runner (it reconciles the Build resources the API writes).
- * Imported when a role composes it, never before: it brings @kubernetes/client-node, which an
- * api role with the local runner does not load (docs/adr/0051-api-role-memory.md).
+ * Imported when a role composes it and a cluster was found, never before: it brings
+ * @kubernetes/client-node, which an api role with the local runner, and an all role without a
+ * cluster (a laptop's `make run`), do not load (docs/adr/0051-api-role-memory.md). Without a
+ * cluster the operator is IdleOperatorModule, which says the loop is not running.
  */
-export async function operatorModules(): Promise<Type[]> {
+export async function operatorModules(config: KilnConfig): Promise<Type[]> {
+  if (config.kube.kind === 'none') {
+    const { IdleOperatorModule } = await import('./operator/operator-idle.module.js');
+    return [IdleOperatorModule];
+  }
   const { OperatorModule } = await import('./operator/operator.module.js');
   return [OperatorModule];
 }
@@ -128,7 +134,7 @@ export class AppModule {
       imports: [
         ...coreModules(dataSource),
         ...(composesApi(config.role) ? apiModules(config, options) : []),
-        ...(composesOperator(config.role) ? await operatorModules() : []),
+        ...(composesOperator(config.role) ? await operatorModules(config) : []),
       ],
       providers: [
         { provide: KilnConfig, useValue: config },

@@ -19,6 +19,8 @@ interface Life {
   readonly modules: string[];
   /** GET /api/v1/openapi.json as it answered, when the role serves the API. */
   readonly document?: Buffer;
+  /** What it printed on stdout and stderr. */
+  readonly output: string;
 }
 
 /**
@@ -77,7 +79,7 @@ describe('the modules each role loads (node dist/main.js)', () => {
       }
       child.kill('SIGTERM');
       expect({ exit: await exited, output }).toEqual({ exit: 0, output: expect.any(String) });
-      return { modules: readFileSync(trace, 'utf8').split('\n').filter(Boolean), document };
+      return { modules: readFileSync(trace, 'utf8').split('\n').filter(Boolean), document, output };
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
@@ -94,6 +96,22 @@ describe('the modules each role loads (node dist/main.js)', () => {
     expect(modules.filter((url) => url.includes(SWAGGER))).toEqual([]);
     expect(modules.filter((url) => url.includes('/dist/operator/'))).toEqual([]);
     expect(document?.equals(readFileSync(join(ROOT, 'dist', 'openapi.json')))).toBe(true);
+  });
+
+  it('the all role without a cluster (make run on a laptop) loads neither @kubernetes/client-node nor the operator, and says its loop is not running', async () => {
+    const { modules, output } = await lifeOf('all-local', {
+      KILN_ROLE: 'all',
+      KILN_RUNNER: 'local',
+    });
+
+    expect(modules.filter((url) => url.includes(CLIENT_NODE))).toEqual([]);
+    expect(modules.filter((url) => url.includes('/dist/operator/operator.module.js'))).toEqual([]);
+    expect(modules).toEqual(
+      expect.arrayContaining([expect.stringContaining('/dist/operator/operator-idle.module.js')]),
+    );
+    expect(output).toContain(
+      'operator: no kubeconfig or service account found; the reconcile loop is not running',
+    );
   });
 
   it('the api role with the Kubernetes runner loads @kubernetes/client-node, not the operator', async () => {

@@ -56,8 +56,9 @@ const jobChanged = changedBeyondMetadata([...BOOKKEEPING_FIELDS, 'annotations'])
  * The operator of KILN_ROLE=operator|all: in each build namespace (one per Pod Security level, or
  * fewer when levels share one), informers on the Builds and on the Jobs and Pods kiln made, one
  * work queue of Build keys, and BuildReconciler, while this process holds the `kiln-operator`
- * Lease. Without a kubeconfig or service account it stays idle and says so (a laptop's `make run`
- * runs the local runner).
+ * Lease. It is composed only where a kubeconfig or service account was found (operatorModules;
+ * a laptop's `make run` gets IdleOperator); should it meet no connection all the same, it stays
+ * idle and says so.
  */
 @Injectable()
 export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutdown {
