@@ -3,6 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { OPENAPI_JSON_PATH } from '../src/common/openapi-document.js';
 import { LogStreamServer } from '../src/log-stream/log-stream.server.js';
+import { IdleOperatorModule } from '../src/operator/operator-idle.module.js';
 import { OperatorModule } from '../src/operator/operator.module.js';
 import { BuildRunner } from '../src/runners/build-runner.js';
 import { jsonOf } from './support/http.js';
@@ -15,7 +16,11 @@ interface Composition {
   /** The raw `ws` server behind /api/v1/builds/{id}/logs/stream (kiln has no Nest gateway). */
   logStreamServer: boolean;
   buildRunner: boolean;
-  operator: boolean;
+  /**
+   * The operator's module: OperatorModule with a cluster, IdleOperatorModule without one (these
+   * tests have none), or none when the role runs no operator.
+   */
+  operator: string | null;
 }
 
 function compositionOf(app: INestApplicationContext): Composition {
@@ -29,7 +34,10 @@ function compositionOf(app: INestApplicationContext): Composition {
       .sort(),
     logStreamServer: provides(LogStreamServer),
     buildRunner: provides(BuildRunner),
-    operator: modules.some((module) => module.metatype === OperatorModule),
+    operator:
+      [OperatorModule, IdleOperatorModule].find((operator) =>
+        modules.some((module) => module.metatype === operator),
+      )?.name ?? null,
   };
 }
 
@@ -93,7 +101,7 @@ describe('KILN_ROLE', () => {
         controllers: ['HealthController'],
         logStreamServer: false,
         buildRunner: false,
-        operator: true,
+        operator: 'IdleOperatorModule',
       });
     });
 
@@ -154,7 +162,7 @@ describe('KILN_ROLE', () => {
         controllers: API_CONTROLLERS,
         logStreamServer: true,
         buildRunner: true,
-        operator: false,
+        operator: null,
       });
     });
 
@@ -196,7 +204,7 @@ describe('KILN_ROLE', () => {
         controllers: API_CONTROLLERS,
         logStreamServer: true,
         buildRunner: true,
-        operator: true,
+        operator: 'IdleOperatorModule',
       });
     });
   });
