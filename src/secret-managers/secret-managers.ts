@@ -50,7 +50,11 @@ class LazySecretManager implements SecretManager {
 
   async resolve(reference: SecretReference, signal?: AbortSignal): Promise<string> {
     signal?.throwIfAborted();
-    this.adapter ??= this.load();
+    // A load that failed is tried again by the next resolve, not remembered.
+    this.adapter ??= this.load().catch((error: unknown) => {
+      this.adapter = undefined;
+      throw error;
+    });
     return (await this.adapter).resolve(reference, signal);
   }
 }
