@@ -57,8 +57,7 @@ const jobChanged = changedBeyondMetadata([...BOOKKEEPING_FIELDS, 'annotations'])
  * fewer when levels share one), informers on the Builds and on the Jobs and Pods kiln made, one
  * work queue of Build keys, and BuildReconciler, while this process holds the `kiln-operator`
  * Lease. It is composed only where a kubeconfig or service account was found (operatorModules;
- * a laptop's `make run` gets IdleOperator); should it meet no connection all the same, it stays
- * idle and says so.
+ * a laptop's `make run` gets IdleOperator, which says the loop is not running).
  */
 @Injectable()
 export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -88,10 +87,9 @@ export class BuildOperator implements OnApplicationBootstrap, OnApplicationShutd
   onApplicationBootstrap(): void {
     const kube = this.kube;
     if (kube === null) {
-      this.logger.warn(
-        'operator: no kubeconfig or service account found; the reconcile loop is not running',
+      throw new Error(
+        'BuildOperator needs a Kubernetes connection: operatorModules() composes IdleOperator without one',
       );
-      return;
     }
     const namespaces = buildNamespacesOf(this.config.buildNamespaces);
     const logger = this.logger.child({ component: 'operator' });
