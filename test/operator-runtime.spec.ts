@@ -182,13 +182,13 @@ describe('operator runtime against the Kubernetes API server double', () => {
         namespace: NS,
       }).list(abort.signal);
       // Aborted while the double holds the request: in flight, not yet sent.
-      while (server.heldRequests === 0) await sleep(5);
+      await server.untilHeld(1);
       abort.abort();
       await expect(listing).rejects.toMatchObject({ name: 'AbortError' });
       expect(server.heldRequests).toBe(1); // did not wait for the answer
       undo();
       // The double keeps its own delay timer running after the client left.
-      while (server.heldRequests > 0) await sleep(20);
+      await server.untilHeld(0);
     });
 
     it('KubeLeaseStore creates, reads and updates Leases with optimistic concurrency', async () => {
@@ -230,13 +230,13 @@ describe('operator runtime against the Kubernetes API server double', () => {
       const undo = server.delayRequests(2_000, { path: LEASE_PATH });
       const abort = new AbortController();
       const reading = new KubeLeaseStore(clientFor()).get(NS, LEASE, abort.signal);
-      while (server.heldRequests === 0) await sleep(5);
+      await server.untilHeld(1);
       abort.abort();
       await expect(reading).rejects.toMatchObject({ name: 'AbortError' });
       expect(server.heldRequests).toBe(1); // did not wait for the answer
       undo();
       // The double keeps its own delay timer running after the client left.
-      while (server.heldRequests > 0) await sleep(20);
+      await server.untilHeld(0);
     });
   });
 

@@ -119,7 +119,7 @@ describe(`${KubeApiServer.name} fault injection`, () => {
       return Date.now() - started;
     });
     // The second is sent once the first is held: the one delay is the first's.
-    while (server.heldRequests === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await server.untilHeld(1);
     await core.listNamespacedConfigMap({ namespace: NS });
     answered.push('second');
 

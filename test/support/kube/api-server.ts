@@ -463,6 +463,11 @@ export class KubeApiServer implements ClusterHost, KueueHost {
     return this.held;
   }
 
+  /** Resolves once `delayRequests` delays hold exactly `count` requests. */
+  async untilHeld(count: number): Promise<void> {
+    while (this.held !== count) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
   /** Delays the answer to the next `count` (default: every) matching request by `ms`. */
   delayRequests(ms: number, match: RequestMatch & { count?: number } = {}): () => void {
     const delay: Delay = {
